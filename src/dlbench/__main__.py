@@ -1,0 +1,5 @@
+import sys
+
+from dlbench.cli import main
+
+sys.exit(main())

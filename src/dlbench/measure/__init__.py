@@ -1,0 +1,1 @@
+"""Timing, memory and statistics, independent of any framework."""

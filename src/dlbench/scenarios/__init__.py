@@ -1,0 +1,1 @@
+"""Scenarios: the protocol that drives a framework backend through one cell."""
