@@ -59,7 +59,7 @@ class Cell:
         ]
 
 
-def expand(config: dict) -> list[Cell]:
+def expand_cells(config: dict) -> list[Cell]:
     """Every combination of the config's axes, in config order; ids are unique."""
     return [
         Cell(framework, model, device, batch, seqlen, optimization)

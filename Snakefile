@@ -1,0 +1,20 @@
+# dlbench: one JSON per benchmark cell → summary table → HTML report.
+# The matrix and measurement settings come from config/config.yaml (see config/README.md).
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/run.smk"
+include: "workflow/rules/aggregate.smk"
+include: "workflow/rules/report.smk"
+
+
+rule all:
+    input:
+        "report/report.html",
+    default_target: True

@@ -1,0 +1,68 @@
+"""results/runs/*.json → one tidy table, one row per cell, every status included."""
+
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from dlbench import result
+
+# Result sections copied into the summary, flattened; the samples stay in the JSONs.
+_SECTIONS = ("timing", "throughput", "memory", "startup")
+
+
+def to_row(record: dict, source: Path) -> dict:
+    row = {"cell_id": record["cell_id"], **record["params"], "status": record["status"],
+           "reason": record["reason"]}
+    for section in _SECTIONS:
+        for key, value in (record.get(section) or {}).items():
+            if key not in ("samples_ms", "method"):
+                row[key] = value
+    threads = record.get("threads") or {}
+    row["intra_op_threads"] = threads.get("intra_op")
+    row["inter_op_threads"] = threads.get("inter_op")
+    environment = record["environment"]
+    for key in ("hostname", "cpu_model", "logical_cpus", "ram_gib", "python", "os"):
+        row[f"env_{key}"] = environment.get(key)
+    for name, version in environment["libraries"].items():
+        row[f"env_{name}"] = version
+    row["env_git_commit"] = environment["git"]["commit"]
+    row["env_git_dirty"] = environment["git"]["dirty"]
+    row["started_at"] = record["started_at"]
+    row["finished_at"] = record["finished_at"]
+    row["source"] = str(source)
+    return row
+
+
+def summarize(paths: Iterable[Path]):
+    """The summary DataFrame; ResultError names the first file that cannot be used."""
+    import pandas as pd
+
+    rows = [to_row(result.read(path), Path(path)) for path in paths]
+    frame = pd.DataFrame(rows)
+    duplicated = frame["cell_id"][frame["cell_id"].duplicated()]
+    if not duplicated.empty:
+        raise result.ResultError(f"cell {duplicated.iloc[0]!r} appears in more than one file")
+    return frame.sort_values(
+        ["framework", "model", "device", "optimization", "batch", "seqlen"]
+    ).reset_index(drop=True)
+
+
+def aggregate(paths: Iterable[Path], parquet: Path, csv: Path) -> None:
+    frame = summarize(paths)
+    _atomic(parquet, lambda tmp: frame.to_parquet(tmp, index=False))
+    _atomic(csv, lambda tmp: frame.to_csv(tmp, index=False))
+    counts = frame["status"].value_counts().to_dict()
+    print(f"{len(frame)} cells: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+
+
+def _atomic(path: Path, write) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

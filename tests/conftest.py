@@ -1,0 +1,51 @@
+"""Shared helpers: the repository, and running the real `snakemake` on a config."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+# A matrix of the tiny models that runs in about two minutes: both frameworks, every
+# optimization, a length beyond the tiny models' 64 positions and a GPU that is not here.
+TINY_CONFIG = {
+    "frameworks": ["pytorch", "tensorflow"],
+    "models": ["tiny-bert", "tiny-gpt2"],
+    "devices": ["cpu", "gpu"],
+    "batch_sizes": [1, 2],
+    "sequence_lengths": [8, 128],
+    "optimizations": ["eager", "graph"],
+    "measurement": {"warmup_iterations": 1, "min_duration_s": 0.05, "min_iterations": 3},
+}
+
+
+def tool_env(**extra: str) -> dict[str, str]:
+    """The environment with this virtualenv's tools first on PATH, as after `activate`."""
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}", **extra)
+    env.pop("PYTHONPATH", None)
+    return env
+
+
+def snakemake(workdir: Path, config: dict | None, *args: str, timeout: int = 900):
+    """Run the project's workflow in workdir on config (written to workdir/config.yaml)."""
+    command = [str(BIN / "snakemake"), "--snakefile", str(REPO / "Snakefile"),
+               "--directory", str(workdir)]
+    if config is not None:
+        (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+        command += ["--configfile", str(workdir / "config.yaml")]
+    return subprocess.run(command + list(args), capture_output=True, text=True,
+                          timeout=timeout, env=tool_env())
+
+
+@pytest.fixture
+def chromium() -> str:
+    path = shutil.which("chromium")
+    if path is None:
+        pytest.fail("chromium is not installed: run scripts/setup.sh --test")
+    return path

@@ -1,0 +1,89 @@
+"""End to end: the real `snakemake` on the tiny matrix, then the summary and the HTML
+report checked as files and in a real browser (headless Chromium)."""
+
+import pandas as pd
+import pytest
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+
+from dlbench import config, result
+from dlbench.matrix import expand_cells
+from tests.conftest import REPO, TINY_CONFIG, snakemake
+
+PROFILE = ["--workflow-profile", str(REPO / "workflow" / "profiles" / "default")]
+
+
+@pytest.fixture(scope="module")
+def workflow_run(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("tiny-matrix")
+    run = snakemake(workdir, TINY_CONFIG, *PROFILE, "--cores", "2")
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    return workdir
+
+
+@pytest.fixture(scope="module")
+def cells():
+    return expand_cells(config.validate(TINY_CONFIG))
+
+
+def test_every_cell_writes_a_valid_json(workflow_run, cells):
+    runs = workflow_run / "results" / "runs"
+    assert sorted(p.stem for p in runs.glob("*.json")) == sorted(c.id for c in cells)
+    for cell in cells:
+        record = result.read(runs / f"{cell.id}.json")
+        expected_reason = cell.unsupported_reason()
+        if expected_reason:
+            assert (record["status"], record["reason"]) == ("unsupported", expected_reason)
+        elif cell.device == "gpu":
+            assert record["status"] == "unsupported" and "GPU" in record["reason"]
+        else:
+            assert record["status"] == "ok", (cell.id, record["reason"])
+            assert record["timing"]["iterations"] >= 3
+
+
+def test_summary_has_one_row_per_cell(workflow_run, cells):
+    summary = pd.read_parquet(workflow_run / "results" / "summary.parquet")
+    csv = pd.read_csv(workflow_run / "results" / "summary.csv")
+    assert sorted(summary["cell_id"]) == sorted(c.id for c in cells)
+    assert len(csv) == len(summary)
+    ok = summary[summary["status"] == "ok"]
+    assert set(ok["framework"]) == {"pytorch", "tensorflow"}
+    assert (ok["median_ms"] > 0).all()
+    assert summary.loc[summary["status"] != "ok", "reason"].str.len().gt(0).all()
+
+
+def test_report_holds_tables_and_plots(workflow_run):
+    html = (workflow_run / "report" / "report.html").read_text()
+    assert html.count("<table") >= 4
+    for heading in ("PyTorch", "TensorFlow", "eager", "graph"):
+        assert heading in html
+    assert "N/A" in html and "exceeds tiny-bert's maximum of 64 positions" in html
+    assert html.count('<img src="data:image/png;base64,') >= 2
+    assert "import pandas" not in html  # code cells are hidden
+
+
+def test_report_renders_in_a_browser(workflow_run, chromium):
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
+    try:
+        driver.get((workflow_run / "report" / "report.html").as_uri())
+        images = driver.execute_script(
+            "return [...document.images].map(i => [i.complete, i.naturalWidth])")
+        tables = driver.execute_script(
+            "return [...document.querySelectorAll('table')].map(t => t.rows.length)")
+        text = driver.execute_script("return document.body.innerText")
+    finally:
+        driver.quit()
+    assert len(images) >= 2 and all(done and width > 100 for done, width in images)
+    assert len(tables) >= 4 and all(rows >= 2 for rows in tables)
+    assert "PyTorch" in text and "TensorFlow" in text
+
+
+def test_second_run_has_nothing_to_do(workflow_run):
+    run = snakemake(workflow_run, TINY_CONFIG, *PROFILE, "--cores", "2", "--dry-run")
+    assert run.returncode == 0
+    assert "Nothing to be done" in run.stdout + run.stderr
