@@ -11,9 +11,10 @@ rule aggregate:
         "logs/aggregate.log",
     params:
         src=SRC,
+        python=PYTHON,
     threads: 1
     conda:
         "../../envs/report.yaml"
     shell:
-        "PYTHONPATH={params.src:q} python -m dlbench aggregate {input:q}"
+        "PYTHONPATH={params.src:q} {params.python:q} -m dlbench aggregate {input:q}"
         " --parquet {output.parquet:q} --csv {output.csv:q} > {log:q} 2>&1"

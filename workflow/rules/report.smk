@@ -12,12 +12,13 @@ rule report:
         log="logs/report.log",
     params:
         notebook_input="logs/report.input.ipynb",
+        python=PYTHON,
     threads: 1
     conda:
         "../../envs/report.yaml"
     shell:
-        "(jupytext --to ipynb -o {params.notebook_input:q} {input.notebook:q}"
-        " && papermill -k python3 --cwd . -p summary {input.summary:q}"
+        "({params.python:q} -m jupytext --to ipynb -o {params.notebook_input:q} {input.notebook:q}"
+        " && {params.python:q} -m papermill -k python3 --cwd . -p summary {input.summary:q}"
         " {params.notebook_input:q} {log.notebook:q}"
-        " && jupyter nbconvert --to html --no-input --output-dir $(dirname {output:q})"
+        " && {params.python:q} -m nbconvert --to html --no-input --output-dir $(dirname {output:q})"
         " --output $(basename {output:q}) {log.notebook:q}) > {log.log:q} 2>&1"
