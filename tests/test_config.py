@@ -101,3 +101,11 @@ def test_snakemake_stops_before_any_job(tmp_path):
     assert "'bert-huge' is not allowed" in output
     assert "config key 'batch_sizes[0]': 0 is not allowed; it must be a positive integer" in output
     assert not (tmp_path / "results").exists()
+
+
+def test_cluster_values_cannot_smuggle_shell_syntax():
+    message = problems(cluster={"constraint": "gpu; rm -rf ~", "gpu_model": "a100$(id)"})
+    assert "config key 'cluster.constraint': 'gpu; rm -rf ~' has characters outside" in message
+    assert "config key 'cluster.gpu_model': 'a100$(id)' has characters outside" in message
+    ok = config.validate({**TINY_CONFIG, "cluster": {"constraint": "a100&(intel|amd)"}})
+    assert ok["cluster"]["exclusive"] is True

@@ -58,7 +58,7 @@ def test_report_holds_tables_and_plots(workflow_run):
     for heading in ("PyTorch", "TensorFlow", "eager", "graph"):
         assert heading in html
     assert "N/A" in html and "exceeds tiny-bert's maximum of 64 positions" in html
-    assert html.count('<img src="data:image/png;base64,') >= 2
+    assert html.count('src="data:image/png;base64,') >= 2  # plots embedded, not linked
     assert "import pandas" not in html  # code cells are hidden
 
 

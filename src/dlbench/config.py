@@ -136,6 +136,11 @@ def _describe(error: jsonschema.ValidationError) -> str:
             return f"{where}: {value!r} must be a list, for example [{value!r}]"
         case "type" if schema.get("type") == "object":
             return f"{where}: {value!r} must be a mapping of keys to values"
+        case "pattern":
+            return (
+                f"{where}: {value!r} has characters outside the allowed set "
+                f"(regular expression {error.validator_value})"
+            )
         case "type" | "minimum" | "exclusiveMinimum":
             return f"{where}: {value!r} is not allowed; it must be {_expected(schema)}"
         case _:

@@ -1,0 +1,154 @@
+"""SLURM for real: a single-node cluster (slurmctld, slurmd and munge from Debian's packages,
+with fake GPU devices) is brought up on this machine, the tiny matrix runs through
+`snakemake --executor slurm` with the project's slurm profile, and the cluster is torn down
+again, stopping only the daemons it started. Needs root on Debian; skipped elsewhere."""
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from dlbench import config, result
+from dlbench.matrix import expand_cells
+from tests.conftest import BIN, REPO, tool_env
+
+UP, DOWN = REPO / "scripts" / "slurm" / "up.sh", REPO / "scripts" / "slurm" / "down.sh"
+RUN_TIMEOUT_S = 480  # the workflow takes about a minute; SIGKILL after this, never a hang
+
+# Both frameworks, eager and graph, CPU and a GPU that the node's fake devices let SLURM
+# schedule but that dlbench then finds missing: 8 cells, 8 SLURM jobs.
+SLURM_CONFIG = {
+    "frameworks": ["pytorch", "tensorflow"],
+    "models": ["tiny-bert"],
+    "devices": ["cpu", "gpu"],
+    "batch_sizes": [1],
+    "sequence_lengths": [8],
+    "optimizations": ["eager", "graph"],
+    "measurement": {"warmup_iterations": 1, "min_duration_s": 0.05, "min_iterations": 3,
+                    "threads": min(2, os.cpu_count() or 1)},
+}
+SUBMITTED = re.compile(r"has been submitted with SLURM jobid (\d+) \(log: (\S+)\)")
+
+
+def _why_not_here() -> str | None:
+    if os.name != "posix" or os.geteuid() != 0:
+        return "needs root: it installs Debian's slurm packages and starts slurmd as root"
+    if not Path("/etc/debian_version").exists() or shutil.which("apt-get") is None:
+        return "needs Debian with apt-get: the cluster comes from Debian's slurm packages"
+    if shutil.which("mknod") is None or shutil.which("runuser") is None:
+        return "needs mknod and runuser (fake GPU devices, munged as user munge)"
+    return None
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    reason = _why_not_here()
+    if reason:
+        pytest.skip(f"real SLURM test: {reason}")
+    # Under /tmp directly: munged (user munge) must reach its socket in here.
+    scratch = Path(tempfile.mkdtemp(prefix="dlbench-slurm-", dir="/tmp"))
+    try:
+        up = subprocess.run(["timeout", "-s", "KILL", "300", str(UP), str(scratch)],
+                            capture_output=True, text=True)
+        assert up.returncode == 0, f"scripts/slurm/up.sh failed:\n{up.stdout}{up.stderr}"
+        yield scratch
+    finally:
+        down = subprocess.run(["timeout", "-s", "KILL", "120", str(DOWN), str(scratch)],
+                              capture_output=True, text=True)
+        assert down.returncode == 0, down.stdout + down.stderr
+        assert not scratch.exists()
+
+
+@pytest.fixture(scope="module")
+def slurm_run(cluster, tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("slurm-matrix")
+    (workdir / "config.yaml").write_text(yaml.safe_dump(SLURM_CONFIG))
+    command = [
+        "timeout", "-s", "KILL", str(RUN_TIMEOUT_S),
+        str(BIN / "snakemake"), "--snakefile", str(REPO / "Snakefile"),
+        "--directory", str(workdir), "--configfile", str(workdir / "config.yaml"),
+        "--workflow-profile", str(REPO / "workflow" / "profiles" / "slurm"),
+        # A test cluster: status checks from the first second (MinJobAge=600 keeps squeue
+        # reliable), memory that fits any test machine (still growing with the attempt).
+        "--slurm-init-seconds-before-status-checks", "1",
+        "--set-resources", "measure_cell:mem_mb=1000*attempt", "measure_cell:runtime=10",
+    ]
+    start = time.monotonic()
+    run = subprocess.run(command, capture_output=True, text=True, env=tool_env())
+    elapsed = time.monotonic() - start
+    output = run.stdout + run.stderr
+    (workdir / "snakemake.out").write_text(output)
+    assert run.returncode == 0, f"rc={run.returncode} after {elapsed:.0f}s:\n{output[-6000:]}"
+    jobs = {}  # cell id → SLURM job id
+    for job_id, log in SUBMITTED.findall(output):
+        cell = Path(log).parent.name
+        assert cell not in jobs, f"{cell} was submitted twice"
+        jobs[cell] = job_id
+    print(f"slurm workflow: {elapsed:.0f}s, {len(jobs)} SLURM jobs")
+    return workdir, jobs, output
+
+
+@pytest.fixture(scope="module")
+def cells():
+    return expand_cells(config.validate(SLURM_CONFIG))
+
+
+def _job(job_id: str) -> dict[str, str]:
+    """`scontrol show job` as key → value (finished jobs stay visible for MinJobAge)."""
+    shown = subprocess.run(["scontrol", "-o", "show", "job", job_id], capture_output=True,
+                           text=True, timeout=30, check=True).stdout
+    return dict(re.findall(r"([\w/:]+)=(\S*)", shown))
+
+
+def test_every_cell_ran_as_its_own_slurm_job(slurm_run, cells):
+    workdir, jobs, output = slurm_run
+    assert sorted(jobs) == sorted(c.id for c in cells)
+    assert len(set(jobs.values())) == len(cells)
+    # The cheap rules run in the Snakemake process itself, not as cluster jobs.
+    for rule in ("aggregate", "report"):
+        assert f"localrule {rule}:" in output
+    queue = subprocess.run(["squeue", "-h", "-t", "all", "-o", "%i"], capture_output=True,
+                           text=True, timeout=30, check=True).stdout.split()
+    assert sorted(queue) == sorted(jobs.values()), "the cells, and nothing else, were submitted"
+    for cell in cells:
+        job = _job(jobs[cell.id])
+        assert job["JobState"] == "COMPLETED", (cell.id, job["JobState"])
+        assert job["Comment"] == f"rule_measure_cell_wildcards_{cell.id}"
+        log = workdir / ".snakemake" / "slurm_logs" / "rule_measure_cell" / cell.id
+        assert (log / f"{jobs[cell.id]}.log").is_file()  # kept by the profile
+        if cell.unsupported_reason() is None and cell.device == "gpu":
+            assert job.get("TresPerJob") == "gres:gpu:1", (cell.id, job)
+        if cell.unsupported_reason() is None and cell.device == "cpu":
+            assert job["OverSubscribe"] == "NO", (cell.id, "not --exclusive")
+            assert job["CPUs/Task"] == str(SLURM_CONFIG["measurement"]["threads"])
+
+
+def test_every_cell_writes_a_valid_json(slurm_run, cells):
+    workdir, _, _ = slurm_run
+    for cell in cells:
+        record = result.read(workdir / "results" / "runs" / f"{cell.id}.json")
+        assert record["environment"]["hostname"] == socket.gethostname()
+        expected_reason = cell.unsupported_reason()
+        if expected_reason:
+            assert (record["status"], record["reason"]) == ("unsupported", expected_reason)
+        elif cell.device == "gpu":  # scheduled on a fake GPU, then found missing
+            assert record["status"] == "unsupported" and "GPU" in record["reason"]
+        else:
+            assert record["status"] == "ok", (cell.id, record["reason"])
+
+
+def test_summary_and_report_are_complete(slurm_run, cells):
+    workdir, _, _ = slurm_run
+    summary = pd.read_parquet(workdir / "results" / "summary.parquet")
+    assert sorted(summary["cell_id"]) == sorted(c.id for c in cells)
+    assert set(summary.loc[summary["status"] == "ok", "framework"]) == {"pytorch", "tensorflow"}
+    html = (workdir / "report" / "report.html").read_text()
+    assert "PyTorch" in html and "TensorFlow" in html and "N/A" in html
