@@ -1,7 +1,5 @@
 """results/runs/*.json → one tidy table, one row per cell, every status included."""
 
-import os
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -50,19 +48,9 @@ def summarize(paths: Iterable[Path]):
 
 def aggregate(paths: Iterable[Path], parquet: Path, csv: Path) -> None:
     frame = summarize(paths)
-    _atomic(parquet, lambda tmp: frame.to_parquet(tmp, index=False))
-    _atomic(csv, lambda tmp: frame.to_csv(tmp, index=False))
+    with result.replacing(parquet) as tmp:
+        frame.to_parquet(tmp, index=False)
+    with result.replacing(csv) as tmp:
+        frame.to_csv(tmp, index=False)
     counts = frame["status"].value_counts().to_dict()
     print(f"{len(frame)} cells: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
-
-
-def _atomic(path: Path, write) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

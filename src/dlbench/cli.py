@@ -1,13 +1,11 @@
 """The dlbench command: `run` measures one cell, `aggregate` joins results, `list` shows names."""
 
 import argparse
-import os
 import sys
 import time
-import traceback
 from pathlib import Path
 
-from dlbench import devices, env, result
+from dlbench import result
 from dlbench.axes import DEVICES, FRAMEWORKS
 from dlbench.matrix import Cell
 from dlbench.models import MODELS
@@ -38,20 +36,32 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--threads", type=_positive_int, default=2)
     run.add_argument("--interop-threads", type=_positive_int, default=1)
     run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--timeout-s", type=float, default=1800,
+                     help="stop a cell still running after this long (an `error`)")
+    run.add_argument("--max-host-memory-gib", type=float, default=0,
+                     help="stop a cell above this host memory (an `oom`); 0: 90%% of the RAM")
     run.add_argument("--out", required=True, type=Path, help="the result JSON to write")
+    run.add_argument("--failed-out", type=Path,
+                     help="where a crashed or timed-out cell's record goes "
+                     "(default: ../failed/<name> beside --out)")
 
     agg = commands.add_parser("aggregate", help="join result JSONs into one summary table")
     agg.add_argument("results", nargs="+", type=Path)
     agg.add_argument("--parquet", required=True, type=Path)
     agg.add_argument("--csv", required=True, type=Path)
 
+    rep = commands.add_parser("report", help="render the HTML report of a summary")
+    rep.add_argument("--notebook", required=True, type=Path, help="jupytext percent script")
+    rep.add_argument("--summary", required=True, type=Path)
+    rep.add_argument("--executed", required=True, type=Path, help="the executed notebook")
+    rep.add_argument("--out", required=True, type=Path, help="the HTML to write")
+
     commands.add_parser("list", help="print the known models, optimizations and devices")
     return parser
 
 
 def _run(args: argparse.Namespace, process_start: float) -> int:
-    from dlbench.measure.memory import peak_rss_mb, reset_peak
-    from dlbench.measure.timing import PhaseClock
+    from dlbench import runner
 
     cell = Cell(args.framework, args.model, args.device, args.batch, args.seqlen,
                 args.optimization)
@@ -62,66 +72,11 @@ def _run(args: argparse.Namespace, process_start: float) -> int:
         "threads": args.threads,
         "interop_threads": args.interop_threads,
         "seed": args.seed,
+        "timeout_s": args.timeout_s,
+        "max_host_memory_gib": args.max_host_memory_gib,
     }
-    record = {
-        "schema_version": result.SCHEMA_VERSION,
-        "cell_id": cell.id,
-        "params": cell.params(),
-        "params_hash": result.params_hash(cell.params()),
-        "status": "unsupported",
-        "reason": cell.unsupported_reason(),
-        "started_at": result.now(),
-        "settings": settings,
-        "threads": None,
-        "startup": {},
-        "timing": None,
-        "throughput": None,
-        "memory": None,
-    }
-    if record["reason"] is None and cell.device == "gpu":
-        record["reason"] = devices.gpu_problem()
-    if record["reason"] is None:
-        with devices.exclusive(cell.device) as waited:
-            clock = PhaseClock(process_start)
-            record["startup"] = clock.marks
-            clock.marks["lock_wait_s"] = round(waited, 4)
-            record.update(_measure(cell, settings, clock, reset_peak, peak_rss_mb))
-    record["finished_at"] = result.now()
-    record["environment"] = env.fingerprint()
-    result.validate(record)
-    result.write_json_atomic(args.out, record)
-    print(f"{cell.id}: {record['status']}" + (f" ({record['reason']})" if record["reason"] else ""))
-    return 0
-
-
-def _measure(cell: Cell, settings: dict, clock, reset_peak, peak_rss_mb) -> dict:
-    """Status, reason and measurements; any exception becomes an `error` or `oom` cell."""
-    from dlbench.frameworks import load_backend
-    from dlbench.scenarios.inference import Settings, measure
-
-    # Thread pools read these when the framework loads; Snakemake's values must not win.
-    for name in env.THREAD_VARIABLES:
-        os.environ[name] = str(settings["threads"])
-    backend = None
-    try:
-        backend = load_backend(cell.framework, cell.device, settings["threads"],
-                               settings["interop_threads"])
-        clock.mark("imports_done_s")
-        problem = backend.device_problem()
-        if problem:
-            return {"status": "unsupported", "reason": problem}
-        threads = {**backend.thread_settings(), "env": env.thread_variables()}
-        peak_method = "VmHWM after clear_refs" if reset_peak() else "ru_maxrss (process lifetime)"
-        measured = measure(backend, cell, Settings(
-            settings["warmup_iterations"], settings["min_duration_s"],
-            settings["min_iterations"], settings["seed"]), clock)
-        memory = {"peak_host_rss_mb": peak_rss_mb(), "method": peak_method}
-        return {"status": "ok", "reason": None, "threads": threads, "memory": memory,
-                "details": backend.versions(), **measured}
-    except Exception as exc:
-        traceback.print_exc()
-        oom = backend is not None and backend.is_out_of_memory(exc)
-        return {"status": "oom" if oom else "error", "reason": f"{type(exc).__name__}: {exc}"}
+    failed_out = args.failed_out or args.out.parent.parent / "failed" / args.out.name
+    return runner.run(cell, settings, args.out, failed_out, process_start)
 
 
 def _list() -> int:
@@ -148,6 +103,11 @@ def main(argv: list[str] | None = None) -> int:
         except result.ResultError as exc:
             print(f"dlbench aggregate: {exc}", file=sys.stderr)
             return 1
+        return 0
+    if args.command == "report":
+        from dlbench.report import render
+
+        render(args.notebook, args.summary, args.executed, args.out)
         return 0
     return _list()
 

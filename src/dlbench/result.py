@@ -1,9 +1,11 @@
 """The result record of one cell: its schema version, validation and atomic writing."""
 
+import contextlib
 import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
@@ -15,6 +17,8 @@ from dlbench import SCHEMA_DIR
 SCHEMA_VERSION = 1
 SCHEMA_PATH = SCHEMA_DIR / "result.schema.json"
 STATUSES = ("ok", "oom", "unsupported", "error")
+_UMASK = os.umask(0)
+os.umask(_UMASK)
 
 
 class ResultError(ValueError):
@@ -31,14 +35,26 @@ def params_hash(params: dict) -> str:
 
 def write_json_atomic(path: str | Path, data: dict) -> None:
     """Write JSON so that the path holds either nothing or the whole file, never a part."""
+    write_text_atomic(path, json.dumps(data, indent=1))
+
+
+def write_text_atomic(path: str | Path, text: str) -> None:
+    with replacing(path) as tmp, open(tmp, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+@contextlib.contextmanager
+def replacing(path: str | Path) -> Iterator[Path]:
+    """A temporary path beside `path`, renamed over it (atomically) if the block succeeds."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    os.chmod(tmp, 0o666 & ~_UMASK)  # as a plain open() would: mkstemp makes it private
     try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1)
-            f.flush()
-            os.fsync(f.fileno())
+        yield Path(tmp)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -104,3 +104,15 @@ def cell_cluster_resources():
 
 
 CELL_CLUSTER_RESOURCES = cell_cluster_resources()
+
+
+def report_after_failure():
+    """Summary and report even when cells crashed or timed out (see dlbench.recovery)."""
+    from dlbench import recovery
+
+    try:
+        recovery.summarize_failed_run(
+            CELLS.values(), MEASUREMENT, Path(workflow.basedir) / "workflow/notebooks/report.py"
+        )
+    except Exception as error:  # the run has failed already: say why this failed too
+        print(f"dlbench: no summary or report for this failed run: {error}", file=sys.stderr)

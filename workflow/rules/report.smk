@@ -11,14 +11,16 @@ rule report:
         notebook="logs/report.ipynb",
         log="logs/report.log",
     params:
-        notebook_input="logs/report.input.ipynb",
+        src=SRC,
         python=PYTHON,
     threads: 1
     conda:
         "../../envs/report.yaml"
     shell:
-        "({params.python:q} -m jupytext --to ipynb -o {params.notebook_input:q} {input.notebook:q}"
-        " && {params.python:q} -m papermill -k python3 --cwd . -p summary {input.summary:q}"
-        " {params.notebook_input:q} {log.notebook:q}"
-        " && {params.python:q} -m nbconvert --to html --no-input --output-dir $(dirname {output:q})"
-        " --output $(basename {output:q}) {log.notebook:q}) > {log.log:q} 2>&1"
+        "PYTHONPATH={params.src:q} {params.python:q} -m dlbench report"
+        " --notebook {input.notebook:q} --summary {input.summary:q}"
+        " --executed {log.notebook:q} --out {output:q} > {log.log:q} 2>&1"
+
+
+onerror:
+    report_after_failure()

@@ -1,5 +1,6 @@
 # One job per cell, each in its own process; the harness holds a host-wide device lock
-# while it measures, so timing cells never overlap whatever --cores allows.
+# while it measures, so timing cells never overlap whatever --cores allows. A cell that
+# crashes or times out fails its job and leaves its record in results/failed/.
 
 
 rule measure_cell:
@@ -22,4 +23,5 @@ rule measure_cell:
         cell_env
     shell:
         "PYTHONPATH={params.src:q} {params.python:q} -m dlbench run {params.args} --out {output:q}"
+        " --failed-out results/failed/{wildcards.cell}.json"
         " > {log:q} 2>&1"

@@ -1,0 +1,52 @@
+"""After a run that failed: the summary and report of everything, failures included.
+
+A crashed or timed-out cell fails its job (so that a re-run retries it) but keeps its
+record in results/failed/. Snakemake then never reaches the aggregate and report rules, so
+the workflow's `onerror` handler calls this: every cell of the matrix gets a row, from its
+result, its failed record, or a record saying that it has no result.
+"""
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from dlbench import aggregate, report, runner
+from dlbench.matrix import Cell
+
+OUTPUTS = ("results/summary.parquet", "results/summary.csv", "report/report.html")
+
+
+def records(cells: Iterable[Cell], settings: dict, runs: Path, failed: Path) -> list[Path]:
+    """One record file per cell; writes a failed record for each cell that has none."""
+    paths = []
+    for cell in cells:
+        done, kept = runs / f"{cell.id}.json", failed / f"{cell.id}.json"
+        if not done.exists() and not kept.exists():
+            record = runner.new_record(cell, settings)
+            record["status"] = "error"
+            record["reason"] = (
+                "no result: its job failed without writing one, or the run stopped before it "
+                f"(see logs/runs/{cell.id}.log)"
+            )
+            runner.finish(record, kept)
+        paths.append(done if done.exists() else kept)
+    return paths
+
+
+def summarize_failed_run(cells: Iterable[Cell], settings: dict, notebook: Path) -> None:
+    """Summary and report if a cell failed; nothing after a plain interruption (Ctrl-C)."""
+    cells = list(cells)
+    failed = Path("results/failed")
+    if not any((failed / f"{cell.id}.json").exists() for cell in cells):
+        return
+    paths = records(cells, settings, Path("results/runs"), failed)
+    summary, csv, html = (Path(p) for p in OUTPUTS)
+    aggregate.aggregate(paths, summary, csv)
+    report.render(notebook, summary, Path("logs/report.ipynb"), html)
+    # Older than every record: they stand in for the aggregate and report rules' outputs
+    # until a run completes, so the next run must see them as outdated and rebuild them.
+    stamp = min(path.stat().st_mtime for path in paths) - 1
+    for path in OUTPUTS:
+        os.utime(path, (stamp, stamp))
+    print("Some cells failed: report/report.html shows them as errors with the reason; "
+          "run the same command again to retry only those cells.")

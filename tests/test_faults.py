@@ -1,0 +1,164 @@
+"""Faults while running, each injected for real (DLBENCH_TEST_FAULT, set only by tests):
+a bad cell costs that cell and nothing more, and nothing half-written is left behind."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import datetime
+
+import pandas as pd
+import pytest
+
+from dlbench import config, result
+from dlbench.matrix import expand_cells
+from tests.conftest import REPO, TINY_CONFIG, snakemake, tool_env
+
+PROFILE = ["--workflow-profile", str(REPO / "workflow" / "profiles" / "default")]
+CELL = ["--framework=pytorch", "--model=tiny-bert", "--device=cpu", "--batch=1", "--seqlen=8",
+        "--optimization=eager", "--warmup-iterations=1", "--min-duration-s=0.05",
+        "--min-iterations=3"]
+# One cell of each framework and both optimizations: 3 measured cells, 1 unsupported.
+SMALL = {**TINY_CONFIG, "models": ["tiny-bert"], "devices": ["cpu"], "batch_sizes": [1],
+         "sequence_lengths": [8],
+         "measurement": {**TINY_CONFIG["measurement"], "timeout_s": 60}}
+
+
+def run_cell(tmp_path, fault: str, *extra: str):
+    out, failed = tmp_path / "runs" / "cell.json", tmp_path / "failed" / "cell.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "dlbench", "run", *CELL, *extra, f"--out={out}",
+         f"--failed-out={failed}"],
+        capture_output=True, text=True, timeout=120, env=tool_env(DLBENCH_TEST_FAULT=fault),
+    )
+    written = out if out.exists() else failed
+    return done.returncode, result.read(written), out.exists(), failed.exists()
+
+
+def test_exception_is_an_error_result_and_the_job_succeeds(tmp_path):
+    code, record, out, failed = run_cell(tmp_path, "raise")
+    assert (code, out, failed) == (0, True, False)
+    assert record["status"] == "error"
+    assert record["reason"] == "PlantedFault: planted fault in pytorch_tiny-bert_cpu_b1_s8_eager"
+
+
+def test_allocating_without_limit_is_stopped_as_oom(tmp_path):
+    code, record, out, _ = run_cell(tmp_path, "oom", "--max-host-memory-gib=1.5")
+    assert (code, out) == (0, True)
+    assert record["status"] == "oom"
+    assert "above the guard's limit of 1.5 GiB" in record["reason"]
+
+
+@pytest.mark.parametrize(("fault", "reason"), [
+    ("crash", "crashed: the measuring process was killed by SIGSEGV"),
+    ("kill", "crashed: the measuring process was killed by SIGKILL"),
+    ("hang", "timed out: still running after 8 s (measurement.timeout_s)"),
+])
+def test_crash_or_hang_fails_the_job_and_keeps_a_record(tmp_path, fault, reason):
+    started = time.monotonic()
+    code, record, out, failed = run_cell(tmp_path, fault, "--timeout-s=8")
+    assert (code, out, failed) == (1, False, True)
+    assert (record["status"], record["reason"]) == ("error", reason)
+    assert time.monotonic() - started < 60  # a hang is cut at the limit, not waited out
+
+
+def test_a_later_success_clears_the_failed_record(tmp_path):
+    run_cell(tmp_path, "crash")
+    code, record, out, failed = run_cell(tmp_path, "")
+    assert (code, record["status"], out, failed) == (0, "ok", True, False)
+
+
+def test_fault_switch_is_not_reachable_from_a_config():
+    with pytest.raises(config.ConfigError, match="unknown config key 'fault'"):
+        config.validate({**SMALL, "fault": "crash"})
+
+
+def _statuses(workdir) -> dict[str, str]:
+    summary = pd.read_parquet(workdir / "results" / "summary.parquet")
+    return dict(zip(summary["cell_id"], summary["status"], strict=True))
+
+
+def test_crashed_cell_is_reported_and_only_it_is_retried(tmp_path):
+    crashed = "tensorflow_tiny-bert_cpu_b1_s8_eager"
+    first = _snakemake_with_fault(tmp_path, f"crash@{crashed}")
+    assert first.returncode != 0  # the job failed ...
+    statuses = _statuses(tmp_path)  # ... the others ran, and the summary says why
+    assert statuses.pop(crashed) == "error"
+    assert sorted(statuses.values()) == ["ok", "ok", "unsupported"]
+    html = (tmp_path / "report" / "report.html").read_text()
+    assert "crashed: the measuring process was killed by SIGSEGV" in html
+    before = _mtimes(tmp_path)
+
+    second = snakemake(tmp_path, SMALL, *PROFILE, "--cores", "2")
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert "cell=" + crashed in second.stdout + second.stderr
+    after = _mtimes(tmp_path)
+    assert {c for c in after if after[c] != before.get(c)} == {crashed}  # only it re-ran
+    assert set(_statuses(tmp_path).values()) == {"ok", "unsupported"}
+    assert not (tmp_path / "results" / "failed" / f"{crashed}.json").exists()
+
+
+def _snakemake_with_fault(workdir, fault: str):
+    os.environ["DLBENCH_TEST_FAULT"] = fault
+    try:
+        return snakemake(workdir, SMALL, *PROFILE, "--cores", "2")
+    finally:
+        del os.environ["DLBENCH_TEST_FAULT"]
+
+
+def _mtimes(workdir) -> dict[str, float]:
+    return {p.stem: p.stat().st_mtime for p in (workdir / "results" / "runs").glob("*.json")}
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
+def test_interrupted_run_leaves_nothing_half_written_and_resumes(tmp_path, sig):
+    (tmp_path / "config.yaml").write_text(json.dumps(SMALL))
+    command = [sys.executable.replace("python", "snakemake").rsplit("/", 1)[0] + "/snakemake",
+               "--snakefile", str(REPO / "Snakefile"), "--directory", str(tmp_path),
+               "--configfile", str(tmp_path / "config.yaml"), *PROFILE, "--cores", "2"]
+    runs = tmp_path / "results" / "runs"
+    process = subprocess.Popen(command, env=tool_env(), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while len(list(runs.glob("*.json"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    os.killpg(process.pid, sig)  # Ctrl-C reaches the whole process group, as in a terminal
+    process.wait(timeout=60)
+
+    assert not (tmp_path / "results" / "summary.parquet").exists()
+    assert not (tmp_path / "report" / "report.html").exists()
+    assert not list(tmp_path.rglob("*.tmp"))  # no temporary left by an atomic write
+    kept = {p.stem: result.read(p)["started_at"] for p in runs.glob("*.json")}  # all whole
+    assert kept
+
+    rerun = snakemake(tmp_path, SMALL, *PROFILE, "--cores", "2")
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    cells = expand_cells(config.validate(SMALL))
+    assert sorted(_statuses(tmp_path)) == sorted(c.id for c in cells)
+    remeasured = [c for c, started in kept.items()
+                  if result.read(runs / f"{c}.json")["started_at"] != started]
+    assert remeasured == []  # finished cells are kept; only the missing ones ran
+
+
+def test_timing_cells_never_overlap_under_load(tmp_path):
+    """--cores 4 on 2 cores: measuring cells wait for the device, the others do not."""
+    run = snakemake(tmp_path, {**TINY_CONFIG, "devices": ["cpu"]}, *PROFILE, "--cores", "4")
+    assert run.returncode == 0, run.stderr[-2000:]
+    records = [result.read(p) for p in (tmp_path / "results" / "runs").glob("*.json")]
+    windows = sorted(
+        (_time(r["device_lock"]["acquired_at"]), _time(r["device_lock"]["released_at"]))
+        for r in records if r["status"] == "ok"
+    )
+    assert len(windows) == 12
+    for (_, end), (start, _) in zip(windows, windows[1:], strict=False):
+        assert end <= start, "two timing cells held the CPU at the same time"
+    others = [(_time(r["started_at"]), _time(r["finished_at"]))
+              for r in records if r["status"] == "unsupported"]
+    assert any(s < w_end and w_start < e for s, e in others for w_start, w_end in windows), (
+        "no non-timing job ran while a cell was being timed")
+
+
+def _time(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp)
