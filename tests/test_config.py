@@ -2,11 +2,15 @@
 the allowed values — in the library and through the real `snakemake` command."""
 
 import copy
+import subprocess
+import sys
 
 import pytest
+import yaml
 
 from dlbench import config
 from dlbench.models import MODELS
+from dlbench.optimizations import OPTIMIZATIONS
 from tests.conftest import TINY_CONFIG, snakemake
 
 
@@ -48,7 +52,7 @@ def test_unknown_nested_key():
         ("models", "bert-large", list(MODELS)),
         ("frameworks", "jax", ["pytorch", "tensorflow"]),
         ("devices", "tpu", ["cpu", "gpu"]),
-        ("optimizations", "tensorrt", ["eager", "graph"]),
+        ("optimizations", "tensorrt", list(OPTIMIZATIONS)),
     ],
 )
 def test_unknown_name_lists_the_allowed_ones(key, bad, allowed):
@@ -109,3 +113,46 @@ def test_cluster_values_cannot_smuggle_shell_syntax():
     assert "config key 'cluster.gpu_model': 'a100$(id)' has characters outside" in message
     ok = config.validate({**TINY_CONFIG, "cluster": {"constraint": "a100&(intel|amd)"}})
     assert ok["cluster"]["exclusive"] is True
+
+
+def test_unknown_scenario():
+    message = problems(scenario="training")
+    assert "config key 'scenario': 'training' is not allowed; allowed values: inference" in (
+        message)
+
+
+def test_partial_name_suggests_the_full_one():
+    assert "did you mean 'bert-base-uncased'?" in problems(models=["bert"])
+
+
+@pytest.mark.parametrize("name", ["../../etc/passwd", "gpt2; rm -rf ~", "org/some-model"])
+def test_names_that_would_reach_paths_or_shells_are_refused(name):
+    # Models come only from the registry: no path, no hub id, no code is ever loaded by name.
+    assert f"config key 'models[1]': {name!r} is not allowed" in problems(
+        models=["tiny-bert", name])
+
+
+def test_missing_or_broken_config_file_through_snakemake(tmp_path):
+    run = snakemake(tmp_path, None, "--configfile", str(tmp_path / "nope.yaml"), "-n")
+    assert run.returncode != 0 and "nope.yaml" in run.stdout + run.stderr
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("models: [tiny-bert\n")
+    run = snakemake(tmp_path, None, "--configfile", str(broken), "-n")
+    assert run.returncode != 0
+    assert "Config file is not valid JSON or YAML" in run.stdout + run.stderr
+    assert not (tmp_path / "results").exists()
+
+
+def test_check_command_validates_a_preset(tmp_path):
+    good, bad = tmp_path / "good.yaml", tmp_path / "bad.yaml"
+    good.write_text(yaml.safe_dump(TINY_CONFIG))
+    bad.write_text(yaml.safe_dump({**TINY_CONFIG, "batch_sizes": [-1]}))
+    dlbench = [sys.executable, "-m", "dlbench", "check"]
+    done = subprocess.run([*dlbench, str(good)], capture_output=True, text=True)
+    assert done.returncode == 0
+    assert "valid, 64 cells, 24 to measure" in done.stdout
+    assert "16 unsupported: optimization 'graph' does not exist in PyTorch" in done.stdout
+    assert "12 unsupported: sequence length 128 exceeds tiny-bert's maximum" in done.stdout
+    done = subprocess.run([*dlbench, str(bad)], capture_output=True, text=True)
+    assert done.returncode == 1
+    assert "'batch_sizes[0]': -1 is not allowed; it must be a positive integer" in done.stderr

@@ -56,6 +56,9 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--executed", required=True, type=Path, help="the executed notebook")
     rep.add_argument("--out", required=True, type=Path, help="the HTML to write")
 
+    check = commands.add_parser("check", help="validate a config file and count its cells")
+    check.add_argument("config", type=Path)
+
     commands.add_parser("list", help="print the known models, optimizations and devices")
     return parser
 
@@ -77,6 +80,25 @@ def _run(args: argparse.Namespace, process_start: float) -> int:
     }
     failed_out = args.failed_out or args.out.parent.parent / "failed" / args.out.name
     return runner.run(cell, settings, args.out, failed_out, process_start)
+
+
+def _check(path: Path) -> int:
+    """Validate a config before a long run: every problem at once, then what would run."""
+    from collections import Counter
+
+    from dlbench import config
+    from dlbench.matrix import expand_cells
+
+    try:
+        cells = expand_cells(config.load_file(path))
+    except config.ConfigError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    reasons = Counter(r for c in cells if (r := c.unsupported_reason()))
+    print(f"{path}: valid, {len(cells)} cells, {len(cells) - reasons.total()} to measure")
+    for reason, count in reasons.most_common():
+        print(f"  {count} unsupported: {reason}")
+    return 0
 
 
 def _list() -> int:
@@ -104,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"dlbench aggregate: {exc}", file=sys.stderr)
             return 1
         return 0
+    if args.command == "check":
+        return _check(args.config)
     if args.command == "report":
         from dlbench.report import render
 

@@ -99,7 +99,8 @@ def _expected(schema: dict) -> str:
 
 
 def _suggest(value: object, options: list[str], prefix: str = "") -> str:
-    close = difflib.get_close_matches(str(value), options, n=1, cutoff=0.6)
+    starts = [o for o in options if str(o).startswith(str(value))]  # 'bert' → bert-base-…
+    close = starts[:1] or difflib.get_close_matches(str(value), options, n=1, cutoff=0.6)
     return f" (did you mean '{prefix}{close[0]}'?)" if close else ""
 
 
