@@ -56,6 +56,33 @@ def validate(config: dict, source: str = "config") -> dict:
     return _with_defaults(_schema(), copy.deepcopy(config))
 
 
+def type_command_line(config: dict, overrides: dict) -> None:
+    """Read the `--config` values in `config` as a config file would read them.
+
+    Snakemake parses `--config key=value` with YAML's BaseLoader, so every scalar is a
+    string (`batch_sizes=[1,4]` gives ["1", "4"]); values from config files keep their
+    types and are validated as written.
+    """
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(config.get(key), dict):
+            type_command_line(config[key], value)
+        elif key in config:
+            config[key] = _typed(config[key])
+
+
+def _typed(value):
+    if isinstance(value, list):
+        return [_typed(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _typed(v) for k, v in value.items()}
+    if isinstance(value, str):
+        try:
+            return yaml.safe_load(value) if value.strip() else value
+        except yaml.YAMLError:
+            return value
+    return value
+
+
 def load_file(path: str | Path) -> dict:
     """Read and validate a config file."""
     path = Path(path)

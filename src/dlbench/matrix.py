@@ -11,6 +11,9 @@ from dlbench.axes import FRAMEWORK_LABELS
 from dlbench.models import get_model
 from dlbench.optimizations import OPTIMIZATIONS
 
+# The transformers line whose model classes the registry names.
+TRANSFORMERS_LINE = "4.57"
+
 
 @dataclass(frozen=True)
 class Cell:
@@ -34,14 +37,19 @@ class Cell:
     def unsupported_reason(self) -> str | None:
         """Why this cell cannot apply, known without running it (None if it can)."""
         optimization = OPTIMIZATIONS[self.optimization]
-        if self.framework not in optimization.frameworks:
-            others = ", ".join(FRAMEWORK_LABELS[f] for f in sorted(optimization.frameworks))
-            return (
-                f"optimization '{self.optimization}' does not exist in "
-                f"{FRAMEWORK_LABELS[self.framework]} (only in {others})"
-            )
+        reason = optimization.unsupported_reason(self.framework, self.device)
+        if reason:
+            return reason
         spec = get_model(self.model)
-        if self.seqlen > spec.max_positions:
+        if spec.classes.class_name(self.framework) is None:
+            return (
+                f"transformers {TRANSFORMERS_LINE} has no {FRAMEWORK_LABELS[self.framework]} "
+                f"class for {self.model} ({spec.family})"
+            )
+        no_mixed = spec.classes.tensorflow_no_mixed_precision
+        if self.framework == "tensorflow" and optimization.precision.name != "fp32" and no_mixed:
+            return f"optimization '{self.optimization}' on {self.model}: {no_mixed}"
+        if spec.max_positions is not None and self.seqlen > spec.max_positions:
             return (
                 f"sequence length {self.seqlen} exceeds {self.model}'s maximum of "
                 f"{spec.max_positions} positions"

@@ -1,0 +1,84 @@
+"""The shared artefacts of the correctness check, made once and read by every cell.
+
+- `weights`: the seeded PyTorch model's weights as safetensors, once per model: PyTorch
+  cells load them, and so do TensorFlow cells, without importing torch.
+- `output`: PyTorch eager in fp32 on the CPU, on those weights and the cells' token ids,
+  once per (model, batch, length): the reference every cell's output is compared with.
+
+Both hold the CPU's device lock while they compute, so that they never overlap a timing
+cell. Usage: python -m dlbench.reference weights|output … (the workflow's reference rules).
+"""
+
+import argparse
+import os
+import sys
+import time
+from functools import cache
+from pathlib import Path
+
+from dlbench import devices, env
+from dlbench.models import MODELS, get_model
+from dlbench.optimizations import OPTIMIZATIONS
+
+FP32_EAGER = OPTIMIZATIONS["eager"]
+
+
+@cache
+def _backend(threads: int):
+    """The CPU PyTorch backend (once per process: thread pools are set only once)."""
+    for name in env.THREAD_VARIABLES:
+        os.environ[name] = str(threads)
+    from dlbench.frameworks import load_backend
+
+    return load_backend("pytorch", "cpu", threads, 1)
+
+
+def write_weights(model: str, seed: int, out: Path, threads: int) -> None:
+    with devices.exclusive("cpu"):
+        backend = _backend(threads)
+        built = backend.build(get_model(model), seed, FP32_EAGER)
+        backend.save_weights(built, out)
+
+
+def write_output(model: str, batch: int, seqlen: int, seed: int, weights: Path, out: Path,
+                 threads: int) -> None:
+    from dlbench.frameworks import prepare
+    from dlbench.measure.correctness import save_reference
+    from dlbench.scenarios.inference import token_ids
+
+    spec = get_model(model)
+    ids = token_ids(spec, batch, seqlen, seed)
+    with devices.exclusive("cpu"):
+        backend = _backend(threads)
+        built = backend.build(spec, seed, FP32_EAGER, weights)
+        output = backend.to_numpy(prepare(backend, built, backend.inputs(ids), FP32_EAGER)())
+    save_reference(out, output, ids, dict(spec.params))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m dlbench.reference", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name in ("weights", "output"):
+        sub = commands.add_parser(name)
+        sub.add_argument("--model", required=True, choices=list(MODELS))
+        sub.add_argument("--seed", type=int, default=0)
+        sub.add_argument("--threads", type=int, default=2)
+        sub.add_argument("--out", required=True, type=Path)
+        if name == "output":
+            sub.add_argument("--batch", required=True, type=int)
+            sub.add_argument("--seqlen", required=True, type=int)
+            sub.add_argument("--weights", required=True, type=Path)
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    if args.command == "weights":
+        write_weights(args.model, args.seed, args.out, args.threads)
+    else:
+        write_output(args.model, args.batch, args.seqlen, args.seed, args.weights, args.out,
+                     args.threads)
+    print(f"{args.out}: written in {time.perf_counter() - start:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,90 @@
+"""The hf2019 preset: it is the 2019 transformers matrix, and a slice of it runs through the
+real `snakemake` (the preset's frameworks, devices and optimizations, as documented in the
+README; `--config` narrows it to two tiny models, one batch size and one length, with quick
+timing), GPU cells recorded as unsupported on this CPU-only machine."""
+
+import pandas as pd
+import pytest
+
+from dlbench import config, result
+from dlbench.matrix import expand_cells
+from tests.conftest import REPO, snakemake
+
+PRESET = REPO / "config" / "presets" / "hf2019.yaml"
+PROFILE = ["--workflow-profile", str(REPO / "workflow" / "profiles" / "default")]
+SLICE = ["models=[tiny-xlnet,tiny-xlm]", "batch_sizes=[1]", "sequence_lengths=[8]",
+         "measurement={warmup_iterations: 1, min_duration_s: 0.05, min_iterations: 3}"]
+MODELS_2019 = ["bert-base-uncased", "distilbert-base-uncased", "gpt2", "distilgpt2",
+               "roberta-base", "xlnet-base-cased", "xlm-mlm-en-2048"]
+
+
+def test_the_preset_is_the_2019_matrix():
+    preset = config.load_file(PRESET)
+    assert preset["models"] == MODELS_2019
+    assert preset["batch_sizes"] == [1, 2, 4, 8]
+    assert preset["sequence_lengths"] == [8, 64, 128, 256, 512, 1024]
+    assert preset["frameworks"] == ["pytorch", "tensorflow"]
+    assert preset["devices"] == ["cpu", "gpu"]
+    assert preset["optimizations"] == ["eager", "torchscript", "graph", "xla"]
+    cells = expand_cells(preset)
+    assert len(cells) == 7 * 4 * 6 * 4 * 2 * 2
+    runnable = [c for c in cells if c.unsupported_reason() is None]
+    # PyTorch eager + TorchScript and TensorFlow eager, graph, XLA; 1024 only for the GPT-2s
+    # and XLNet.
+    assert len(runnable) == 5 * 4 * 2 * (7 * 5 + 3)
+
+
+@pytest.fixture(scope="module")
+def slice_run(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("hf2019-slice")
+    run = snakemake(workdir, None, "--configfile", str(PRESET), *PROFILE, "--cores", "2",
+                    "--config", *SLICE)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    return workdir
+
+
+def test_the_slice_runs_every_cell_that_applies(slice_run):
+    sliced = config.load_file(PRESET)
+    sliced.update(models=["tiny-xlnet", "tiny-xlm"], batch_sizes=[1], sequence_lengths=[8])
+    cells = expand_cells(sliced)
+    runs = slice_run / "results" / "runs"
+    assert sorted(p.stem for p in runs.glob("*.json")) == sorted(c.id for c in cells)
+    for cell in cells:
+        record = result.read(runs / f"{cell.id}.json")
+        if cell.unsupported_reason():
+            assert (record["status"], record["reason"]) == ("unsupported",
+                                                            cell.unsupported_reason())
+        elif cell.device == "gpu":
+            assert record["status"] == "unsupported" and "GPU" in record["reason"]
+        else:
+            assert record["status"] == "ok", (cell.id, record["reason"])
+            assert record["settings"]["min_iterations"] == 3  # the --config override
+            assert record["correctness"]["within_tolerance"] is True, record["correctness"]
+    # The shared inputs: weights per model and one reference per (model, batch, length).
+    reference = slice_run / "results" / "reference"
+    assert sorted(p.relative_to(reference).as_posix() for p in reference.rglob("*.*")
+                  if p.suffix in (".safetensors", ".npz")) == [
+        "tiny-xlm/b1_s8.npz", "tiny-xlm/model.safetensors",
+        "tiny-xlnet/b1_s8.npz", "tiny-xlnet/model.safetensors"]
+
+
+def test_summary_and_report_show_speed_compile_time_and_correctness(slice_run):
+    summary = pd.read_parquet(slice_run / "results" / "summary.parquet")
+    ok = summary[summary["status"] == "ok"]
+    assert set(ok["optimization"]) == {"eager", "torchscript", "graph", "xla"}
+    assert ok["correctness_max_rel_error"].lt(1e-4).all()
+    assert ok["compile_s"].ge(0).all()
+    reasons = summary.set_index("cell_id")["reason"]
+    assert reasons["pytorch_tiny-xlm_cpu_b1_s8_xla"] == (
+        "optimization 'xla' does not exist in PyTorch (only in TensorFlow)")
+    html = (slice_run / "report" / "report.html").read_text()
+    for text in ("Speed-up over eager", "Compile, trace and conversion time", "Correctness",
+                 "All 10 checked outputs are within their tolerance",
+                 "does not exist in PyTorch (only in TensorFlow)"):
+        assert text in html
+
+
+@pytest.mark.parametrize("preset", sorted((REPO / "config" / "presets").glob("*.yaml")),
+                         ids=lambda p: p.name)
+def test_every_preset_is_a_valid_config(preset):
+    assert expand_cells(config.load_file(preset))

@@ -1,0 +1,56 @@
+# The correctness check's shared inputs, made once and read by every cell that applies:
+# the seeded weights of each model (safetensors, loaded by PyTorch and, without torch, by
+# TensorFlow) and the reference output of each (model, batch, length): PyTorch eager in
+# fp32 on the CPU. Both jobs hold the CPU's device lock while they compute, so that they
+# never overlap a timing cell (and ask for cpu_timing, as timing cells do).
+
+
+rule reference_weights:
+    output:
+        "results/reference/{model}/model.safetensors",
+    log:
+        "logs/reference/{model}_weights.log",
+    wildcard_constraints:
+        model=reference_constraint("model"),
+    params:
+        src=SRC,
+        python=PYTHON,
+        seed=MEASUREMENT["seed"],
+    threads: MEASUREMENT["threads"]
+    resources:
+        cpu_timing=1,
+        mem_mb=reference_mem_mb,
+    conda:
+        "../../envs/pytorch.yaml"
+    shell:
+        "PYTHONPATH={params.src:q} {params.python:q} -m dlbench.reference weights"
+        " --model={wildcards.model} --seed={params.seed} --threads={threads}"
+        " --out={output:q} > {log:q} 2>&1"
+
+
+rule reference_output:
+    input:
+        weights="results/reference/{model}/model.safetensors",
+    output:
+        "results/reference/{model}/b{batch}_s{seqlen}.npz",
+    log:
+        "logs/reference/{model}_b{batch}_s{seqlen}.log",
+    wildcard_constraints:
+        model=reference_constraint("model"),
+        batch=reference_constraint("batch"),
+        seqlen=reference_constraint("seqlen"),
+    params:
+        src=SRC,
+        python=PYTHON,
+        seed=MEASUREMENT["seed"],
+    threads: MEASUREMENT["threads"]
+    resources:
+        cpu_timing=1,
+        mem_mb=reference_mem_mb,
+    conda:
+        "../../envs/pytorch.yaml"
+    shell:
+        "PYTHONPATH={params.src:q} {params.python:q} -m dlbench.reference output"
+        " --model={wildcards.model} --batch={wildcards.batch} --seqlen={wildcards.seqlen}"
+        " --seed={params.seed} --threads={threads} --weights={input.weights:q}"
+        " --out={output:q} > {log:q} 2>&1"
