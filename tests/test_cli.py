@@ -15,7 +15,7 @@ FAST = ["--warmup-iterations=1", "--min-duration-s=0.05", "--min-iterations=3"]
 def run_cell(tmp_path, *args: str) -> dict:
     out = tmp_path / "cell.json"
     done = subprocess.run(
-        [sys.executable, "-m", "dlbench", "run", *args, *FAST, f"--out={out}"],
+        [sys.executable, "-m", "dlbench", "run", *FAST, *args, f"--out={out}"],
         capture_output=True, text=True, timeout=300, env=tool_env(OMP_NUM_THREADS="1"),
     )
     assert done.returncode == 0, done.stderr

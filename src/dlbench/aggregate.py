@@ -5,23 +5,47 @@ from pathlib import Path
 
 from dlbench import result
 
-# Result sections copied into the summary, flattened; the samples stay in the JSONs.
-_SECTIONS = ("timing", "throughput", "memory", "startup")
+# Result sections whose values become summary columns under their own names (the report
+# reads these), and sections whose columns carry the section's name as a prefix.
+_PLAIN = ("timing", "throughput", "memory", "startup")
+_PREFIXED = ("utilization", "flags", "optimization", "correctness")
+_SKIP = {"samples_ms", "repeats", "method"}  # per-iteration or per-process details
+
+
+def _flatten(prefix: str, values: dict) -> dict:
+    """Scalar columns from a nested section: lists of two numbers become _low/_high."""
+    row = {}
+    for key, value in values.items():
+        if key in _SKIP:
+            continue
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            row.update(_flatten(f"{name}_", value))
+        elif isinstance(value, list) and len(value) == 2 and not isinstance(value[0], str):
+            row[f"{name}_low"], row[f"{name}_high"] = value
+        elif isinstance(value, list):
+            row[name] = "; ".join(map(str, value))
+        else:
+            row[name] = value
+    return row
 
 
 def to_row(record: dict, source: Path) -> dict:
     row = {"cell_id": record["cell_id"], **record["params"], "status": record["status"],
            "reason": record["reason"]}
-    for section in _SECTIONS:
-        for key, value in (record.get(section) or {}).items():
-            if key not in ("samples_ms", "method"):
-                row[key] = value
+    for section in _PLAIN:
+        row.update(_flatten("", record.get(section) or {}))
+    for section in _PREFIXED:
+        row.update(_flatten(f"{section}_", record.get(section) or {}))
     threads = record.get("threads") or {}
     row["intra_op_threads"] = threads.get("intra_op")
     row["inter_op_threads"] = threads.get("inter_op")
     environment = record["environment"]
-    for key in ("hostname", "cpu_model", "logical_cpus", "ram_gib", "python", "os"):
+    for key in ("fingerprint", "hostname", "cpu_model", "logical_cpus", "ram_gib", "python",
+                "os", "packages_hash"):
         row[f"env_{key}"] = environment.get(key)
+    row["env_cpu_governor"] = (environment.get("cpu_frequency") or {}).get("governor")
+    row["env_gpu"] = ", ".join(g["name"] for g in environment.get("gpus") or []) or None
     for name, version in environment["libraries"].items():
         row[f"env_{name}"] = version
     row["env_git_commit"] = environment["git"]["commit"]

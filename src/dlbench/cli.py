@@ -36,10 +36,19 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--threads", type=_positive_int, default=2)
     run.add_argument("--interop-threads", type=_positive_int, default=1)
     run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--sample-hz", type=float, default=100,
+                     help="memory and CPU sampling rate of the supervisor (0: off)")
+    run.add_argument("--repeats", type=_positive_int, default=1,
+                     help="measure the cell in this many fresh processes")
     run.add_argument("--timeout-s", type=float, default=1800,
                      help="stop a cell still running after this long (an `error`)")
     run.add_argument("--max-host-memory-gib", type=float, default=0,
                      help="stop a cell above this host memory (an `oom`); 0: 90%% of the RAM")
+    run.add_argument("--weights", type=Path,
+                     help="shared weights (model.safetensors from dlbench.reference); "
+                     "default: random from the seed")
+    run.add_argument("--reference", type=Path,
+                     help="reference output (.npz from dlbench.reference) to check against")
     run.add_argument("--out", required=True, type=Path, help="the result JSON to write")
     run.add_argument("--failed-out", type=Path,
                      help="where a crashed or timed-out cell's record goes "
@@ -75,8 +84,12 @@ def _run(args: argparse.Namespace, process_start: float) -> int:
         "threads": args.threads,
         "interop_threads": args.interop_threads,
         "seed": args.seed,
+        "repeats": args.repeats,
+        "sample_hz": args.sample_hz,
         "timeout_s": args.timeout_s,
         "max_host_memory_gib": args.max_host_memory_gib,
+        "weights": args.weights and str(args.weights),
+        "reference": args.reference and str(args.reference),
     }
     failed_out = args.failed_out or args.out.parent.parent / "failed" / args.out.name
     return runner.run(cell, settings, args.out, failed_out, process_start)
@@ -104,7 +117,8 @@ def _check(path: Path) -> int:
 def _list() -> int:
     print("models:")
     for spec in MODELS.values():
-        print(f"  {spec.name:26} {spec.description} (max {spec.max_positions} positions)")
+        longest = spec.max_positions or "unbounded"
+        print(f"  {spec.name:26} {spec.description} (max {longest} positions)")
     print("optimizations:")
     for opt in OPTIMIZATIONS.values():
         print(f"  {opt.name:26} {opt.description} [{', '.join(sorted(opt.frameworks))}]")

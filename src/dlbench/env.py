@@ -1,5 +1,7 @@
 """The environment fingerprint written into every result."""
 
+import hashlib
+import json
 import os
 import platform
 import socket
@@ -57,19 +59,81 @@ def git_state() -> dict:
         return {"commit": None, "dirty": None}
 
 
+def _cpu_frequency() -> dict:
+    """The frequency governor and limits: 'powersave' or a low cap skews every timing."""
+    cpufreq = "/sys/devices/system/cpu/cpu0/cpufreq/"
+
+    def read(name: str) -> str | None:
+        try:
+            with open(cpufreq + name) as f:
+                return f.read().strip()
+        except OSError:
+            return None
+
+    max_khz = read("cpuinfo_max_freq")
+    return {"governor": read("scaling_governor"),
+            "max_mhz": int(max_khz) // 1000 if max_khz and max_khz.isdigit() else None}
+
+
+@cache
+def gpus() -> list[dict]:
+    """NVIDIA GPUs as the driver reports them (NVML); empty without a driver."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:
+        return []
+    try:
+        driver, cuda = pynvml.nvmlSystemGetDriverVersion(), pynvml.nvmlSystemGetCudaDriverVersion()
+        found = []
+        for index in range(pynvml.nvmlDeviceGetCount()):
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            found.append({
+                "name": pynvml.nvmlDeviceGetName(handle),
+                "memory_gib": round(pynvml.nvmlDeviceGetMemoryInfo(handle).total / 2**30, 1),
+                "driver": driver,
+                "cuda_driver": f"{cuda // 1000}.{cuda % 1000 // 10}",
+                "sm_clock_max_mhz": pynvml.nvmlDeviceGetMaxClockInfo(
+                    handle, pynvml.NVML_CLOCK_SM),
+                "power_limit_w": pynvml.nvmlDeviceGetPowerManagementLimit(handle) / 1000,
+            })
+        return found
+    finally:
+        pynvml.nvmlShutdown()
+
+
+@cache
+def packages_hash() -> str:
+    """A hash of every installed distribution and version: same hash, same software."""
+    names = sorted(f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions())
+    return hashlib.sha256("\n".join(names).encode()).hexdigest()[:16]
+
+
+# What makes two results comparable: the hardware and the software, not the host's name.
+_COMPARABLE = ("cpu_model", "logical_cpus", "usable_cpus", "ram_gib", "cpu_frequency", "gpus",
+               "python", "dlbench", "packages_hash")
+
+
 def fingerprint() -> dict:
-    return {
+    found = {
         "hostname": socket.gethostname(),
         "os": platform.platform(),
         "cpu_model": _cpu_model(),
         "logical_cpus": os.cpu_count(),
         "usable_cpus": len(os.sched_getaffinity(0)),
         "ram_gib": _ram_gib(),
+        "cpu_frequency": _cpu_frequency(),
+        "gpus": gpus(),
         "python": platform.python_version(),
         "dlbench": __version__,
         "libraries": {name: _version(name) for name in LIBRARIES},
+        "packages_hash": packages_hash(),
         "git": git_state(),
     }
+    comparable = json.dumps({key: found[key] for key in _COMPARABLE}, sort_keys=True)
+    found["fingerprint"] = hashlib.sha256(comparable.encode()).hexdigest()[:12]
+    return found
 
 
 def thread_variables() -> dict[str, str | None]:

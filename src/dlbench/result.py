@@ -25,8 +25,10 @@ class ResultError(ValueError):
     """A result file that cannot be used; the message names the file."""
 
 
-def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
+def now(unix_time: float | None = None) -> str:
+    """An ISO timestamp of now, or of a given Unix time."""
+    moment = datetime.now(UTC) if unix_time is None else datetime.fromtimestamp(unix_time, UTC)
+    return moment.isoformat(timespec="milliseconds")
 
 
 def params_hash(params: dict) -> str:

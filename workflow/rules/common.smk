@@ -38,9 +38,10 @@ wildcard_constraints:
 
 
 def cell_args(wildcards):
-    """The `dlbench run` arguments of one cell, with the measurement settings."""
+    """The `dlbench run` arguments of one cell, with the measurement settings (sorted:
+    the order of keys in a config file must not count as a change of parameters)."""
     settings = [
-        f"--{key.replace('_', '-')}={value}" for key, value in MEASUREMENT.items()
+        f"--{key.replace('_', '-')}={value}" for key, value in sorted(MEASUREMENT.items())
     ]
     return " ".join(CELLS[wildcards.cell].cli_args() + settings)
 
@@ -56,6 +57,12 @@ def cell_threads(wildcards):
 
 def cell_gpus(wildcards):
     return int(CELLS[wildcards.cell].device == "gpu" and cell_runs(wildcards))
+
+
+def cell_cpu_timing(wildcards):
+    """1 for a cell timed on the CPU: with the profile's cpu_timing=1, Snakemake starts one
+    at a time and gives the other cores to cheap jobs (the harness's lock is the guarantee)."""
+    return int(CELLS[wildcards.cell].device == "cpu" and cell_runs(wildcards))
 
 
 def cell_env(wildcards):
@@ -116,3 +123,39 @@ def report_after_failure():
         )
     except Exception as error:  # the run has failed already: say why this failed too
         print(f"dlbench: no summary or report for this failed run: {error}", file=sys.stderr)
+
+
+# The correctness check's shared inputs (the rules are in reference.smk): seeded weights
+# per model and a reference output per (model, batch, length), for the cells that apply.
+
+
+def reference_constraint(field):
+    """A wildcard constraint admitting exactly the values of `field` among applicable cells."""
+    values = {
+        str(getattr(cell, field)) for cell in CELLS.values() if cell.unsupported_reason() is None
+    }
+    return "|".join(sorted(values, key=len, reverse=True)) or "^$"
+
+
+def reference_files(wildcards):
+    """The weights and reference output a cell reads (none for a cell that cannot apply)."""
+    cell = CELLS[wildcards.cell]
+    if cell.unsupported_reason() is not None:
+        return {}
+    return {
+        "weights": f"results/reference/{cell.model}/model.safetensors",
+        "reference": f"results/reference/{cell.model}/b{cell.batch}_s{cell.seqlen}.npz",
+    }
+
+
+def reference_args(wildcards, input):
+    """The `dlbench run` arguments naming those files."""
+    return " ".join(f"--{name}={path}" for name, path in input.items())
+
+
+def reference_mem_mb(wildcards, attempt):
+    """Host memory of a reference job: the fp32 weights about twice over, plus the framework
+    (XLM-2048's weights job peaked at 2.9 GB, its batch-8 reference output at 4.1 GB)."""
+    from dlbench.models import get_model
+
+    return int((2000 + 8 * get_model(wildcards.model).millions) * attempt)

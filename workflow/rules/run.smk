@@ -4,17 +4,22 @@
 
 
 rule measure_cell:
+    input:
+        # The shared weights and the reference output (see reference.smk).
+        unpack(reference_files),
     output:
         "results/runs/{cell}.json",
     log:
         "logs/runs/{cell}.log",
     params:
         args=cell_args,
+        reference=reference_args,
         src=SRC,
         python=PYTHON,
     threads: cell_threads
     resources:
         gpu=cell_gpus,
+        cpu_timing=cell_cpu_timing,
         # SLURM: partition, constraint, GPU model and --exclusive from the config's
         # `cluster:` keys; runtime and memory (growing with each attempt) are set per rule
         # in workflow/profiles/slurm.
@@ -22,6 +27,7 @@ rule measure_cell:
     conda:
         cell_env
     shell:
-        "PYTHONPATH={params.src:q} {params.python:q} -m dlbench run {params.args} --out {output:q}"
+        "PYTHONPATH={params.src:q} {params.python:q} -m dlbench run {params.args} {params.reference}"
+        " --out {output:q}"
         " --failed-out results/failed/{wildcards.cell}.json"
         " > {log:q} 2>&1"

@@ -1,0 +1,81 @@
+"""Fidelity: dlbench's median against an independent timer of the same step, same run.
+
+    .venv/bin/python bench/fidelity.py
+
+PyTorch cells against torch.utils.benchmark.Timer.blocked_autorange, TensorFlow cells
+against a bare perf_counter loop. Each measurement is its own fresh process with the same
+threads, model, weights and inputs; dlbench and the reference alternate (A B A B) and the
+ratio is of their median medians. Target: within 3% of 1.00.
+"""
+
+import json
+import statistics
+import subprocess
+import sys
+import time
+
+from cells import label, run_cell
+
+CELLS = [
+    ("pytorch", "bert-base-uncased", 1, 64, "eager"),
+    ("pytorch", "distilbert-base-uncased", 2, 64, "eager"),
+    ("tensorflow", "distilbert-base-uncased", 1, 64, "graph"),
+    ("tensorflow", "bert-base-uncased", 1, 64, "graph"),
+]
+THREADS, MIN_TIME_S, ROUNDS = 2, 2.0, 2
+
+
+def reference(framework: str, model: str, batch: int, seqlen: int, optimization: str) -> float:
+    """The median ms of the same step, timed by the reference timer (in this process)."""
+    from dlbench.frameworks import load_backend, prepare
+    from dlbench.models import get_model
+    from dlbench.optimizations import OPTIMIZATIONS
+    from dlbench.scenarios.inference import token_ids
+
+    backend = load_backend(framework, "cpu", THREADS, 1)
+    spec, recipe = get_model(model), OPTIMIZATIONS[optimization]
+    built = backend.build(spec, 0, recipe, None)
+    step = prepare(backend, built, backend.inputs(token_ids(spec, batch, seqlen, 0)), recipe)
+    for _ in range(3):
+        step()
+    if framework == "pytorch":
+        from torch.utils.benchmark import Timer
+
+        timer = Timer(stmt="step()", globals={"step": step}, num_threads=THREADS)
+        return timer.blocked_autorange(min_run_time=MIN_TIME_S).median * 1e3
+    samples, start = [], time.perf_counter()
+    while time.perf_counter() - start < MIN_TIME_S or len(samples) < 10:
+        t0 = time.perf_counter()
+        step()
+        samples.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(samples)
+
+
+def reference_in_fresh_process(cell: tuple) -> float:
+    """Under the same host lock as a dlbench cell, so that neither meets other cells."""
+    from dlbench import devices
+
+    with devices.exclusive("cpu"):
+        done = subprocess.run([sys.executable, __file__, "--reference", json.dumps(cell)],
+                              check=True, capture_output=True, text=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    print(f"{'cell':46} {'dlbench ms':>10} {'reference ms':>12} {'ratio':>6}")
+    for cell in CELLS:
+        ours, theirs = [], []
+        for _ in range(ROUNDS):
+            record = run_cell(*cell, f"--threads={THREADS}", f"--min-duration-s={MIN_TIME_S}")
+            ours.append(record["timing"]["median_ms"])
+            theirs.append(reference_in_fresh_process(cell))
+        a, b = statistics.median(ours), statistics.median(theirs)
+        timer = "Timer.blocked_autorange" if cell[0] == "pytorch" else "perf_counter loop"
+        print(f"{label(*cell):46} {a:10.2f} {b:12.2f} {a / b:6.3f}  (vs {timer})")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--reference"]:
+        print(json.dumps(reference(*json.loads(sys.argv[2]))))
+    else:
+        main()

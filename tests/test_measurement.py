@@ -1,0 +1,77 @@
+"""The measurement protocol: statistics, sampling, memory, repeats and the fingerprint."""
+
+import numpy as np
+import pytest
+
+from dlbench import env, runner
+from dlbench.measure.stats import between_processes, median_ci, summarize
+from tests.test_cli import run_cell
+
+BERT_BASE_PARAMETERS = 109_482_240  # BertModel(bert-base-uncased config), counted
+
+
+def test_statistics_of_known_samples():
+    stats = summarize([10.0] * 50 + [11.0] * 50)
+    assert stats["median_ms"] == stats["p50_ms"] == 10.5
+    assert stats["iqr_ms"] == pytest.approx(1.0)
+    assert stats["relative_iqr"] == pytest.approx(1 / 10.5)
+    low, high = stats["median_ci95_ms"]
+    assert low == 10.0 and high == 11.0
+
+
+def test_median_interval_covers_the_true_median():
+    rng = np.random.default_rng(1)
+    hits = sum(lo <= 1.0 <= hi for lo, hi in
+               (median_ci(np.sort(rng.lognormal(0, 0.4, 40))) for _ in range(500)))
+    assert 0.93 <= hits / 500 <= 0.995
+
+
+def test_spread_between_processes():
+    spread = between_processes([10.0, 10.0, 12.0])
+    assert spread["processes"] == 3 and spread["median_of_medians_ms"] == 10.0
+    assert spread["cv"] == pytest.approx(np.std([10, 10, 12], ddof=1) / np.mean([10, 10, 12]))
+
+
+def test_flags_name_their_reason():
+    calm = runner._flags(0.02, [{"steal_fraction": 0.0}])
+    assert calm == {"unstable": False, "noisy_machine": False, "reasons": []}
+    noisy = runner._flags(0.25, [{"steal_fraction": 0.12}, None])
+    assert noisy["unstable"] and noisy["noisy_machine"]
+    assert noisy["reasons"] == [
+        "unstable: IQR is 25% of the median (limit 10%)",
+        "noisy machine: 12% of the CPU time was stolen by the host (limit 5%); re-run this cell",
+    ]
+
+
+def test_bert_base_peak_memory_exceeds_its_weights_and_uses_both_threads(tmp_path):
+    record = run_cell(tmp_path, "--framework=pytorch", "--model=bert-base-uncased",
+                      "--device=cpu", "--batch=1", "--seqlen=64", "--optimization=eager",
+                      "--threads=2", "--min-duration-s=1")
+    weights_mb = BERT_BASE_PARAMETERS * 4 / 2**20
+    assert record["memory"]["peak_host_rss_mb"] > weights_mb
+    assert record["memory"]["sampled_peak_rss_mb"] > weights_mb
+    use = record["utilization"]
+    assert 50 <= use["sample_hz"] <= 110  # the supervisor sampled at ~100 Hz, then stopped
+    assert use["samples"] >= 30
+    # Asked for 2 threads, it kept more than one core busy (not silently single-threaded).
+    assert record["threads"]["intra_op"] == 2 and use["process_cpu_cores_mean"] > 1.2
+    assert 0 <= use["steal_fraction"] <= 1 and "flags" in record
+
+
+def test_repeats_run_in_fresh_processes_and_pool_their_samples(tmp_path):
+    record = run_cell(tmp_path, "--framework=pytorch", "--model=tiny-bert", "--device=cpu",
+                      "--batch=1", "--seqlen=8", "--optimization=eager", "--repeats=3")
+    timing = record["timing"]
+    assert [r["iterations"] for r in timing["repeats"]] != []
+    assert sum(r["iterations"] for r in timing["repeats"]) == timing["iterations"]
+    assert len(timing["samples_ms"]) == timing["iterations"]
+    assert timing["between_processes"]["processes"] == 3
+    assert all(r["cold_start_s"] > 0 for r in timing["repeats"])  # each paid its first call
+
+
+def test_fingerprint_is_stable_and_ignores_the_hostname(monkeypatch):
+    first = env.fingerprint()
+    assert first["fingerprint"] == env.fingerprint()["fingerprint"]
+    assert len(first["packages_hash"]) == 16
+    monkeypatch.setattr(env.socket, "gethostname", lambda: "another-node")
+    assert env.fingerprint()["fingerprint"] == first["fingerprint"]
