@@ -10,6 +10,8 @@ from snakemake_interface_executor_plugins.settings import DeploymentMethod
 from dlbench import config as dlbench_config
 from dlbench.matrix import expand_cells
 
+# `--config` values arrive as strings: read them as YAML, like a config file's.
+dlbench_config.type_command_line(config, workflow.config_settings.overwrite_config)
 try:
     SETTINGS = dlbench_config.validate(config, source="config")
 except dlbench_config.ConfigError as error:
