@@ -87,11 +87,11 @@ def slurm_run(cluster, tmp_path_factory):
     output = run.stdout + run.stderr
     (workdir / "snakemake.out").write_text(output)
     assert run.returncode == 0, f"rc={run.returncode} after {elapsed:.0f}s:\n{output[-6000:]}"
-    jobs = {}  # cell id → SLURM job id
+    jobs = {}  # (rule, wildcards) → SLURM job id, from .snakemake/slurm_logs/rule_<rule>/…
     for job_id, log in SUBMITTED.findall(output):
-        cell = Path(log).parent.name
-        assert cell not in jobs, f"{cell} was submitted twice"
-        jobs[cell] = job_id
+        key = (Path(log).parent.parent.name.removeprefix("rule_"), Path(log).parent.name)
+        assert key not in jobs, f"{key} was submitted twice"
+        jobs[key] = job_id
     print(f"slurm workflow: {elapsed:.0f}s, {len(jobs)} SLURM jobs")
     return workdir, jobs, output
 
@@ -109,15 +109,20 @@ def _job(job_id: str) -> dict[str, str]:
 
 
 def test_every_cell_ran_as_its_own_slurm_job(slurm_run, cells):
-    workdir, jobs, output = slurm_run
+    workdir, all_jobs, output = slurm_run
+    jobs = {name: job for (rule, name), job in all_jobs.items() if rule == "measure_cell"}
     assert sorted(jobs) == sorted(c.id for c in cells)
     assert len(set(jobs.values())) == len(cells)
+    # Besides the cells, only the correctness references: the model's weights once, and
+    # one reference output for the one batch and length.
+    others = sorted(key for key in all_jobs if key[0] != "measure_cell")
+    assert others == [("reference_output", "tiny-bert_1_8"), ("reference_weights", "tiny-bert")]
     # The cheap rules run in the Snakemake process itself, not as cluster jobs.
     for rule in ("aggregate", "report"):
         assert f"localrule {rule}:" in output
     queue = subprocess.run(["squeue", "-h", "-t", "all", "-o", "%i"], capture_output=True,
                            text=True, timeout=30, check=True).stdout.split()
-    assert sorted(queue) == sorted(jobs.values()), "the cells, and nothing else, were submitted"
+    assert sorted(queue) == sorted(all_jobs.values()), "these jobs, and nothing else, ran"
     for cell in cells:
         job = _job(jobs[cell.id])
         assert job["JobState"] == "COMPLETED", (cell.id, job["JobState"])
