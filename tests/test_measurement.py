@@ -62,7 +62,7 @@ def test_repeats_run_in_fresh_processes_and_pool_their_samples(tmp_path):
     record = run_cell(tmp_path, "--framework=pytorch", "--model=tiny-bert", "--device=cpu",
                       "--batch=1", "--seqlen=8", "--optimization=eager", "--repeats=3")
     timing = record["timing"]
-    assert [r["iterations"] for r in timing["repeats"]] != []
+    assert len(timing["repeats"]) == 3
     assert sum(r["iterations"] for r in timing["repeats"]) == timing["iterations"]
     assert len(timing["samples_ms"]) == timing["iterations"]
     assert timing["between_processes"]["processes"] == 3
@@ -75,3 +75,12 @@ def test_fingerprint_is_stable_and_ignores_the_hostname(monkeypatch):
     assert len(first["packages_hash"]) == 16
     monkeypatch.setattr(env.socket, "gethostname", lambda: "another-node")
     assert env.fingerprint()["fingerprint"] == first["fingerprint"]
+
+
+def test_gpu_precision_check_names_the_gpu_and_what_it_lacks():
+    from dlbench.frameworks import gpu_precision_problem
+
+    assert gpu_precision_problem("bf16", "NVIDIA H100", (9, 0)) is None
+    assert gpu_precision_problem("bf16", "Tesla V100", (7, 0)) == (
+        "Tesla V100 (compute capability 7.0) has no bf16 tensor cores (needs 8.0 or newer)")
+    assert gpu_precision_problem("fp16", "Tesla V100", (7, 0)) is None

@@ -97,6 +97,20 @@ def cpu_flags() -> frozenset[str]:
     return frozenset()
 
 
+# The first NVIDIA compute capability with tensor cores for each reduced precision.
+GPU_CAPABILITY = {"bf16": (8, 0), "fp16": (7, 0)}
+
+
+def gpu_precision_problem(precision: str, gpu_name: str,
+                          capability: tuple[int, int]) -> str | None:
+    """Why this GPU has no tensor cores for `precision` (None if it has)."""
+    needed = GPU_CAPABILITY[precision]
+    if capability >= needed:
+        return None
+    return (f"{gpu_name} (compute capability {capability[0]}.{capability[1]}) has no "
+            f"{precision} tensor cores (needs {needed[0]}.{needed[1]} or newer)")
+
+
 def cpu_precision_problem(precision: str) -> str | None:
     """Why this CPU has no native arithmetic in `precision` (None if it has, or fp32).
 

@@ -15,13 +15,11 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import transformers  # noqa: E402
 
-from dlbench.frameworks import Step, cpu_precision_problem  # noqa: E402
+from dlbench.frameworks import Step, cpu_precision_problem, gpu_precision_problem  # noqa: E402
 from dlbench.models import ModelSpec  # noqa: E402
 from dlbench.optimizations import Optimization  # noqa: E402
 
 _AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
-# Compute capability a GPU needs for tensor-core arithmetic in each reduced precision.
-_GPU_CAPABILITY = {"bf16": (8, 0), "fp16": (7, 0)}
 
 
 class PyTorchBackend:
@@ -53,15 +51,8 @@ class PyTorchBackend:
             return None
         if self.device.type == "cpu":
             return cpu_precision_problem(precision)
-        capability = torch.cuda.get_device_capability(self.device)
-        if capability < _GPU_CAPABILITY[precision]:
-            needed = ".".join(map(str, _GPU_CAPABILITY[precision]))
-            return (
-                f"{torch.cuda.get_device_name(self.device)} (compute capability "
-                f"{capability[0]}.{capability[1]}) has no {precision} tensor cores "
-                f"(needs {needed} or newer)"
-            )
-        return None
+        return gpu_precision_problem(precision, torch.cuda.get_device_name(self.device),
+                                     torch.cuda.get_device_capability(self.device))
 
     def thread_settings(self) -> dict[str, int]:
         return {"intra_op": torch.get_num_threads(), "inter_op": torch.get_num_interop_threads()}

@@ -15,13 +15,11 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 import transformers  # noqa: E402
 
-from dlbench.frameworks import Step, cpu_precision_problem  # noqa: E402
+from dlbench.frameworks import Step, cpu_precision_problem, gpu_precision_problem  # noqa: E402
 from dlbench.models import ModelSpec  # noqa: E402
 from dlbench.optimizations import Optimization  # noqa: E402
 
 _POLICIES = {"bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
-# Compute capability a GPU needs for tensor-core arithmetic in each reduced precision.
-_GPU_CAPABILITY = {"bf16": (8, 0), "fp16": (7, 0)}
 
 
 def _forward(model, inputs: dict):
@@ -75,15 +73,8 @@ class TensorFlowBackend:
         if not self._on_gpu:
             return cpu_precision_problem(precision)
         details = tf.config.experimental.get_device_details(self._gpus[0])
-        capability = tuple(details.get("compute_capability") or (0, 0))
-        if capability < _GPU_CAPABILITY[precision]:
-            needed = ".".join(map(str, _GPU_CAPABILITY[precision]))
-            return (
-                f"{details.get('device_name', 'the GPU')} (compute capability "
-                f"{capability[0]}.{capability[1]}) has no {precision} tensor cores "
-                f"(needs {needed} or newer)"
-            )
-        return None
+        return gpu_precision_problem(precision, details.get("device_name", "the GPU"),
+                                     tuple(details.get("compute_capability") or (0, 0)))
 
     def thread_settings(self) -> dict[str, int]:
         return {
