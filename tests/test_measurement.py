@@ -84,3 +84,31 @@ def test_gpu_precision_check_names_the_gpu_and_what_it_lacks():
     assert gpu_precision_problem("bf16", "Tesla V100", (7, 0)) == (
         "Tesla V100 (compute capability 7.0) has no bf16 tensor cores (needs 8.0 or newer)")
     assert gpu_precision_problem("fp16", "Tesla V100", (7, 0)) is None
+
+
+def test_device_timer_brackets_the_step_and_synchronizes_after():
+    """On a GPU the end event is recorded right after the step is queued and read after the
+    synchronization (else it would time nothing, or wait for the host)."""
+    from dlbench.measure.timing import timed_loop
+
+    calls = []
+
+    class RecordingTimer:  # the call order is the protocol under test
+        method = "order of calls"
+
+        def start(self):
+            calls.append("start")
+
+        def stop(self):
+            calls.append("stop")
+
+        def elapsed_ms(self):
+            calls.append("elapsed")
+            return 1.5
+
+    host, device = timed_loop(lambda: calls.append("step"), lambda: calls.append("sync"),
+                              min_duration_s=0.0, min_iterations=3, device_timer=RecordingTimer())
+    assert calls == ["start", "step", "stop", "sync", "elapsed"] * 3
+    assert len(host) == 3 and device == [1.5] * 3
+    host, device = timed_loop(lambda: None, lambda: None, 0.0, 2)
+    assert len(host) == 2 and device is None  # the CPU: host time only

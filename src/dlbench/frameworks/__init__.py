@@ -13,6 +13,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from dlbench.axes import FRAMEWORKS
+from dlbench.measure.timing import DeviceTimer
 from dlbench.models import ModelSpec
 from dlbench.optimizations import Optimization
 
@@ -47,6 +48,15 @@ class Backend(Protocol):
 
     def synchronize(self) -> None:
         """Wait for queued device work, so that it falls inside a measurement."""
+
+    def device_timer(self) -> DeviceTimer | None:
+        """Device events around a step on a GPU (None on the CPU or without events)."""
+
+    def reset_device_memory(self) -> None:
+        """Start the framework's device-memory peaks afresh (on a GPU)."""
+
+    def device_memory(self) -> dict[str, float | str] | None:
+        """The framework's device-memory peaks since the reset, in MiB (None on the CPU)."""
 
     def to_numpy(self, output: Any) -> np.ndarray:
         """A step's output as a float32 host array."""

@@ -97,6 +97,23 @@ class PyTorchBackend:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
 
+    def device_timer(self) -> "_CudaEvents | None":
+        return _CudaEvents() if self.device.type == "cuda" else None
+
+    def reset_device_memory(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()  # what an earlier cell of the process left cached
+            torch.cuda.reset_peak_memory_stats(self.device)
+
+    def device_memory(self) -> dict[str, float] | None:
+        if self.device.type != "cuda":
+            return None
+        return {
+            "device_allocated_peak_mb": torch.cuda.max_memory_allocated(self.device) / 2**20,
+            "device_reserved_peak_mb": torch.cuda.max_memory_reserved(self.device) / 2**20,
+            "device_method": "torch.cuda.max_memory_allocated / max_memory_reserved",
+        }
+
     def to_numpy(self, output: torch.Tensor) -> np.ndarray:
         return output.detach().float().cpu().numpy()
 
@@ -155,6 +172,9 @@ class PyTorchBackend:
     # -- the rest ------------------------------------------------------------------------
 
     def release(self) -> None:
+        # The next cell of a group compiles afresh: no cached graphs, and no switch to
+        # dynamic shapes because an earlier cell compiled another shape.
+        torch.compiler.reset()
         for path in self._temporary:
             shutil.rmtree(path, ignore_errors=True)
         self._temporary.clear()
@@ -167,6 +187,25 @@ class PyTorchBackend:
 
     def versions(self) -> dict[str, str]:
         return {"torch": torch.__version__, "transformers": transformers.__version__}
+
+
+class _CudaEvents:
+    """CUDA events recorded on the current stream, where the steps run."""
+
+    method = "CUDA events (torch.cuda.Event) on the current stream"
+
+    def __init__(self):
+        self._start = torch.cuda.Event(enable_timing=True)
+        self._end = torch.cuda.Event(enable_timing=True)
+
+    def start(self) -> None:
+        self._start.record()
+
+    def stop(self) -> None:
+        self._end.record()
+
+    def elapsed_ms(self) -> float:
+        return self._start.elapsed_time(self._end)
 
 
 class _LastHiddenState(torch.nn.Module):

@@ -107,11 +107,28 @@ class TensorFlowBackend:
         if self._on_gpu:
             tf.test.experimental.sync_devices()
 
+    def device_timer(self) -> None:
+        # TensorFlow's Python API has no device events (its steps run on streams it does
+        # not expose): a GPU cell has the host time of each step with sync_devices().
+        return None
+
+    def reset_device_memory(self) -> None:
+        if self._on_gpu:
+            tf.config.experimental.reset_memory_stats("GPU:0")
+
+    def device_memory(self) -> dict[str, float] | None:
+        if not self._on_gpu:
+            return None
+        info = tf.config.experimental.get_memory_info("GPU:0")
+        return {"device_allocated_peak_mb": info["peak"] / 2**20,
+                "device_method": "tf.config.experimental.get_memory_info peak"}
+
     def to_numpy(self, output) -> np.ndarray:
         return tf.cast(output, tf.float32).numpy()
 
     def release(self) -> None:
-        pass
+        # The next cell of a group starts from an empty Keras state (layer names, graphs).
+        tf.keras.backend.clear_session()
 
     def is_out_of_memory(self, exc: BaseException) -> bool:
         return isinstance(exc, MemoryError | tf.errors.ResourceExhaustedError)

@@ -1,7 +1,22 @@
-"""Host-side timing of a callable that includes its own synchronization."""
+"""Timing: host time of a step with its synchronization, and device time where the
+framework has device events."""
 
 import time
 from collections.abc import Callable
+from typing import Protocol
+
+
+class DeviceTimer(Protocol):
+    """Events on the device's stream around a step (CUDA events on a GPU)."""
+
+    method: str
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def elapsed_ms(self) -> float:
+        """Device time between start and stop; valid once the device is synchronized."""
 
 
 def time_call(call: Callable[[], object]) -> float:
@@ -12,17 +27,30 @@ def time_call(call: Callable[[], object]) -> float:
 
 
 def timed_loop(
-    call: Callable[[], object], min_duration_s: float, min_iterations: int
-) -> list[float]:
-    """Per-iteration times in ms, until both the minimum duration and count are reached."""
-    samples: list[float] = []
+    step: Callable[[], object], synchronize: Callable[[], None], min_duration_s: float,
+    min_iterations: int, device_timer: DeviceTimer | None = None,
+) -> tuple[list[float], list[float] | None]:
+    """Per-iteration host times in ms (each step waits for its queued device work), and the
+    device times if a timer is given, until both the minimum duration and count are
+    reached."""
+    host: list[float] = []
+    device: list[float] | None = None if device_timer is None else []
     clock = time.perf_counter
     start = clock()
-    while len(samples) < min_iterations or clock() - start < min_duration_s:
+    while len(host) < min_iterations or clock() - start < min_duration_s:
         t0 = clock()
-        call()
-        samples.append((clock() - t0) * 1e3)
-    return samples
+        if device_timer is None:
+            step()
+            synchronize()
+        else:
+            device_timer.start()
+            step()
+            device_timer.stop()
+            synchronize()
+        host.append((clock() - t0) * 1e3)
+        if device is not None:
+            device.append(device_timer.elapsed_ms())
+    return host, device
 
 
 class PhaseClock:

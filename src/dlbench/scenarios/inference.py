@@ -55,6 +55,7 @@ def measure(backend: Backend, cell: Cell, settings: Settings, clock: PhaseClock)
     reference = None
     if settings.reference is not None:  # a stale reference fails now, not after timing
         reference = load_reference(settings.reference, ids, dict(spec.params))
+    backend.reset_device_memory()  # peaks of this cell only (in a group, too)
     try:
         model = backend.build(spec, settings.seed, optimization, settings.weights)
         inputs = backend.inputs(ids)
@@ -71,7 +72,10 @@ def measure(backend: Backend, cell: Cell, settings: Settings, clock: PhaseClock)
         for _ in range(settings.warmup_iterations):
             call()
         clock.mark("first_timed_iteration_s")
-        samples = timed_loop(call, settings.min_duration_s, settings.min_iterations)
+        timer = backend.device_timer()
+        samples, device_samples = timed_loop(step, backend.synchronize, settings.min_duration_s,
+                                             settings.min_iterations, timer)
+        device_memory = backend.device_memory()
         correctness = None
         if reference is not None:  # one more call, in the steady state
             output = backend.to_numpy(step())
@@ -80,7 +84,7 @@ def measure(backend: Backend, cell: Cell, settings: Settings, clock: PhaseClock)
         backend.release()
     stats = summarize(samples)
     median_s = stats["median_ms"] / 1e3
-    return {
+    measured = {
         "optimization": {**optimization.describe(), "description": optimization.description},
         "timing": {
             "prepare_s": prepare_s,
@@ -98,4 +102,11 @@ def measure(backend: Backend, cell: Cell, settings: Settings, clock: PhaseClock)
             "tokens_per_s": cell.batch * cell.seqlen / median_s,
         },
         "correctness": correctness,
+        # On a GPU: the framework's own peaks since the reset (NVML's view is sampled by the
+        # supervisor).
+        "memory": device_memory or {},
     }
+    if device_samples:  # on a GPU: the same iterations timed on the device, by its events
+        measured["timing"]["device_time"] = {
+            "method": timer.method, "samples_ms": device_samples, **summarize(device_samples)}
+    return measured
