@@ -8,7 +8,7 @@ from dlbench import result
 # Result sections whose values become summary columns under their own names (the report
 # reads these), and sections whose columns carry the section's name as a prefix.
 _PLAIN = ("timing", "throughput", "memory", "startup")
-_PREFIXED = ("utilization", "flags", "optimization", "correctness")
+_PREFIXED = ("utilization", "flags", "optimization", "correctness", "process")
 _SKIP = {"samples_ms", "repeats", "method"}  # per-iteration or per-process details
 
 

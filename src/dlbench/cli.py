@@ -23,12 +23,16 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dlbench", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
 
-    run = commands.add_parser("run", help="measure one cell and write its JSON")
+    run = commands.add_parser(
+        "run", help="measure one cell, or a group of cells in one process, and write their "
+        "JSONs")
     run.add_argument("--framework", required=True, choices=FRAMEWORKS)
     run.add_argument("--model", required=True, choices=list(MODELS))
     run.add_argument("--device", required=True, choices=DEVICES)
-    run.add_argument("--batch", required=True, type=_positive_int)
-    run.add_argument("--seqlen", required=True, type=_positive_int)
+    run.add_argument("--batch", required=True, type=_positive_int, nargs="+",
+                     help="one or more batch sizes (several: see --out-dir)")
+    run.add_argument("--seqlen", required=True, type=_positive_int, nargs="+",
+                     help="one or more sequence lengths (several: see --out-dir)")
     run.add_argument("--optimization", required=True, choices=list(OPTIMIZATIONS))
     run.add_argument("--warmup-iterations", type=int, default=3)
     run.add_argument("--min-duration-s", type=float, default=1.0)
@@ -39,7 +43,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--sample-hz", type=float, default=100,
                      help="memory and CPU sampling rate of the supervisor (0: off)")
     run.add_argument("--repeats", type=_positive_int, default=1,
-                     help="measure the cell in this many fresh processes")
+                     help="measure the cells in this many fresh processes")
     run.add_argument("--timeout-s", type=float, default=1800,
                      help="stop a cell still running after this long (an `error`)")
     run.add_argument("--max-host-memory-gib", type=float, default=0,
@@ -47,12 +51,19 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--weights", type=Path,
                      help="shared weights (model.safetensors from dlbench.reference); "
                      "default: random from the seed")
-    run.add_argument("--reference", type=Path,
-                     help="reference output (.npz from dlbench.reference) to check against")
-    run.add_argument("--out", required=True, type=Path, help="the result JSON to write")
+    reference = run.add_mutually_exclusive_group()
+    reference.add_argument("--reference", type=Path,
+                           help="reference output (.npz from dlbench.reference) of one cell")
+    reference.add_argument("--reference-dir", type=Path,
+                           help="the folder of the model's reference outputs (b<B>_s<S>.npz)")
+    out = run.add_mutually_exclusive_group(required=True)
+    out.add_argument("--out", type=Path, help="the result JSON of one cell")
+    out.add_argument("--out-dir", type=Path,
+                     help="write <cell id>.json here for every batch × length: one process "
+                     "measures them all (a group)")
     run.add_argument("--failed-out", type=Path,
-                     help="where a crashed or timed-out cell's record goes "
-                     "(default: ../failed/<name> beside --out)")
+                     help="with --out: where the cell's record goes if it crashes or times "
+                     "out (default: ../failed/<name> beside --out; with --out-dir: ../failed)")
 
     agg = commands.add_parser("aggregate", help="join result JSONs into one summary table")
     agg.add_argument("results", nargs="+", type=Path)
@@ -73,10 +84,16 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run(args: argparse.Namespace, process_start: float) -> int:
-    from dlbench import runner
+    from dlbench import reference, runner
 
-    cell = Cell(args.framework, args.model, args.device, args.batch, args.seqlen,
-                args.optimization)
+    cells = [Cell(args.framework, args.model, args.device, batch, seqlen, args.optimization)
+             for batch in args.batch for seqlen in args.seqlen]
+    if args.out is not None and (len(cells) > 1 or args.reference_dir):
+        sys.exit("dlbench run: --out names one cell's result; for several batch sizes or "
+                 "lengths use --out-dir (and --reference-dir)")
+    if args.out_dir is not None and (args.reference or args.failed_out):
+        sys.exit("dlbench run: --reference and --failed-out name one cell's files; with "
+                 "--out-dir, give --reference-dir (failed records go to ../failed)")
     settings = {
         "warmup_iterations": args.warmup_iterations,
         "min_duration_s": args.min_duration_s,
@@ -89,10 +106,20 @@ def _run(args: argparse.Namespace, process_start: float) -> int:
         "timeout_s": args.timeout_s,
         "max_host_memory_gib": args.max_host_memory_gib,
         "weights": args.weights and str(args.weights),
-        "reference": args.reference and str(args.reference),
     }
-    failed_out = args.failed_out or args.out.parent.parent / "failed" / args.out.name
-    return runner.run(cell, settings, args.out, failed_out, process_start)
+    if args.out is not None:
+        failed = args.failed_out or args.out.parent.parent / "failed" / args.out.name
+        tasks = [runner.Task(cells[0], args.out, failed, args.reference and str(args.reference))]
+    else:
+        failed_dir = args.out_dir.parent / "failed"
+        tasks = [
+            runner.Task(cell, args.out_dir / f"{cell.id}.json",
+                        failed_dir / f"{cell.id}.json",
+                        args.reference_dir and str(args.reference_dir / reference.output_name(
+                            cell.batch, cell.seqlen)))
+            for cell in cells
+        ]
+    return runner.run(tasks, settings, process_start)
 
 
 def _check(path: Path) -> int:

@@ -31,6 +31,11 @@ class Cell:
             f"_b{self.batch}_s{self.seqlen}_{self.optimization}"
         )
 
+    @property
+    def group_id(self) -> str:
+        """The cells that one process may measure together (measurement.process)."""
+        return f"{self.framework}_{self.model}_{self.device}_{self.optimization}"
+
     def params(self) -> dict:
         return asdict(self)
 

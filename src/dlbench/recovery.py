@@ -22,11 +22,13 @@ def records(cells: Iterable[Cell], settings: dict, runs: Path, failed: Path) -> 
     for cell in cells:
         done, kept = runs / f"{cell.id}.json", failed / f"{cell.id}.json"
         if not done.exists() and not kept.exists():
+            log = (f"logs/groups/{cell.group_id}.log" if settings.get("process") == "per_group"
+                   else f"logs/runs/{cell.id}.log")
             record = runner.new_record(cell, settings)
             record["status"] = "error"
             record["reason"] = (
                 "no result: its job failed without writing one, or the run stopped before it "
-                f"(see logs/runs/{cell.id}.log)"
+                f"(see {log})"
             )
             runner.finish(record, kept)
         paths.append(done if done.exists() else kept)

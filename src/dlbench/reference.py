@@ -23,6 +23,11 @@ from dlbench.optimizations import OPTIMIZATIONS
 FP32_EAGER = OPTIMIZATIONS["eager"]
 
 
+def output_name(batch: int, seqlen: int) -> str:
+    """The file name of a reference output in its model's folder (the reference rules')."""
+    return f"b{batch}_s{seqlen}.npz"
+
+
 @cache
 def _backend(threads: int):
     """The CPU PyTorch backend (once per process: thread pools are set only once)."""

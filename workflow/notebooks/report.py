@@ -176,6 +176,14 @@ def error_note(row):
 frameworks = ", ".join(name(f) for f in sorted(df["framework"].dropna().unique()))
 say(f"Summary: `{summary}` — {len(df)} cells, {len(ok)} with timings; "
     f"frameworks: {frameworks or 'none'}.")
+# measurement.process: per_group cells share a process with the others of their group.
+grouped = ok["process_cells"].gt(1) if "process_cells" in ok else pd.Series(False, ok.index)
+first_in_process = ok["process_position"].fillna(0).eq(0) if "process_position" in ok \
+    else pd.Series(True, ok.index)
+if grouped.any():
+    say(f"{int(grouped.sum())} of the {len(ok)} timed cells were measured in groups "
+        "(`measurement.process: per_group`): one process per framework, model, device and "
+        "optimization, each cell with its own peak counters and compile caches.")
 
 # %% [markdown]
 # ## Environment
@@ -483,7 +491,9 @@ if other_framework:
 # compilation waits for the first call), the **first call** includes any compilation
 # (torch.compile, tf.function, XLA), and **compile time** is prepare + first call − one
 # steady-state call. PyTorch's compile cells start from an empty Inductor cache: a cold
-# compilation, as on a fresh machine. The second table gives the compile time per model.
+# compilation, as on a fresh machine. The second table gives the compile time per model. In a
+# group's process (`per_group`) every cell compiles afresh, but the framework's one-time set-up
+# is paid by the first cell only: the later cells' first calls can be shorter.
 
 # %%
 if ok.empty:
@@ -662,7 +672,8 @@ if not pairs.empty:
 # Every cell pays a fixed cost before its timed loop: importing the framework, building the model,
 # and the first (cold) call, which includes compilation or tracing. The times below are seconds
 # since process start at each phase (medians over the cells with a timing), and the duration of
-# the cold call itself.
+# the cold call itself. Cells measured later in a group's process (`per_group`) paid no import
+# and found the framework set up, so only the first cell of each process counts here.
 
 # %%
 phases = {
@@ -672,14 +683,43 @@ phases = {
     "cold_start_s": "cold call (s)",
 }
 present = [c for c in phases if c in ok]
-if ok.empty or not present:
+fresh = ok[first_in_process]
+if fresh.empty or not present:
     say("No cell produced a timing, so there is no start-up cost to show.")
 else:
-    startup = ok.groupby(["framework", "optimization"])[present].median()
-    startup.insert(0, "cells", ok.groupby(["framework", "optimization"]).size())
+    startup = fresh.groupby(["framework", "optimization"])[present].median()
+    startup.insert(0, "cells", fresh.groupby(["framework", "optimization"]).size())
     startup = startup.rename(columns=phases).reset_index()
     startup["framework"] = startup["framework"].map(name)
     startup = blank_repeats(startup, "framework")
     for column in startup.columns[3:]:
         startup[column] = startup[column].map(lambda v: "—" if pd.isna(v) else f"{v:.2f}")
     show(startup)
+
+# %% [markdown]
+# ## GPU: device time and memory
+#
+# On a GPU every timed iteration waits for its queued work (synchronization), so the **host**
+# time includes all of it. PyTorch cells are also timed on the device with CUDA events around
+# the same steps (**device** time; TensorFlow exposes no device events to Python, so its cells
+# have host time only). Memory: the framework's own peak (PyTorch allocated and reserved,
+# TensorFlow's peak from its memory info) and NVML's view of the process; utilization and SM
+# clock were sampled by NVML during the timed loop.
+
+# %%
+gpu = ok[ok["device"].eq("gpu")]
+if gpu.empty:
+    say("No GPU cell has a timing in this summary.")
+else:
+    columns = {"cell_id": "cell", "median_ms": "host median ms",
+               "device_time_median_ms": "device median ms",
+               "device_allocated_peak_mb": "allocated peak MiB",
+               "device_reserved_peak_mb": "reserved peak MiB",
+               "utilization_gpu_process_memory_peak_mb": "NVML process MiB",
+               "utilization_gpu_utilization_mean": "GPU busy %",
+               "utilization_sm_clock_mhz_mean": "SM clock MHz"}
+    table = gpu[[c for c in columns if c in gpu]].rename(columns=columns)
+    for column in table.columns[1:]:
+        table[column] = table[column].map(
+            lambda v: "—" if pd.isna(v) else (fmt_ms(v) if "ms" in column else f"{v:,.0f}"))
+    show(table, "GPU cells: host and device time, memory and utilization", left=["cell"])

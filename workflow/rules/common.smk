@@ -9,6 +9,7 @@ from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 from dlbench import config as dlbench_config
 from dlbench.matrix import expand_cells
+from dlbench.reference import output_name as reference_output_name
 
 # `--config` values arrive as strings: read them as YAML, like a config file's.
 dlbench_config.type_command_line(config, workflow.config_settings.overwrite_config)
@@ -25,6 +26,12 @@ PYTHON = "python" if USE_CONDA else sys.executable
 CELLS = {cell.id: cell for cell in expand_cells(SETTINGS)}
 MEASUREMENT = SETTINGS["measurement"]
 CLUSTER = SETTINGS["cluster"]
+# per_cell: one job and one process per cell. per_group: one job per group of the cells
+# that share framework, model, device and optimization (see run.smk).
+PER_GROUP = MEASUREMENT["process"] == "per_group"
+GROUPS = {}
+for _cell in CELLS.values():
+    GROUPS.setdefault(_cell.group_id, []).append(_cell)
 
 
 # Cheap jobs run in the main Snakemake process, not as cluster jobs (see the slurm profile).
@@ -39,18 +46,41 @@ wildcard_constraints:
     cell="|".join(sorted(CELLS, key=len, reverse=True)),
 
 
-def cell_args(wildcards):
-    """The `dlbench run` arguments of one cell, with the measurement settings (sorted:
-    the order of keys in a config file must not count as a change of parameters)."""
-    settings = [
-        f"--{key.replace('_', '-')}={value}" for key, value in sorted(MEASUREMENT.items())
+def job_cells(wildcards):
+    """The cells a measuring job measures: its cell, or its group's cells."""
+    if "cell" in wildcards.keys():
+        return [CELLS[wildcards.cell]]
+    group = "_".join(wildcards[key] for key in ("framework", "model", "device", "optimization"))
+    return GROUPS[group]
+
+
+def measurement_args():
+    """The measurement settings as `dlbench run` arguments (sorted: the order of keys in a
+    config file must not count as a change of parameters)."""
+    return [
+        f"--{key.replace('_', '-')}={value}"
+        for key, value in sorted(MEASUREMENT.items())
+        if key != "process"  # how jobs are cut, not how a cell is measured
     ]
-    return " ".join(CELLS[wildcards.cell].cli_args() + settings)
+
+
+def cell_args(wildcards):
+    """The `dlbench run` arguments of one cell, or of a group's cells (--batch and
+    --seqlen then list every value of the matrix)."""
+    cells = job_cells(wildcards)
+    if len(cells) == 1 and "cell" in wildcards.keys():
+        return " ".join(cells[0].cli_args() + measurement_args())
+    first = cells[0]
+    args = [f"--framework={first.framework}", f"--model={first.model}",
+            f"--device={first.device}", f"--optimization={first.optimization}",
+            "--batch", *map(str, SETTINGS["batch_sizes"]),
+            "--seqlen", *map(str, SETTINGS["sequence_lengths"])]
+    return " ".join(args + measurement_args())
 
 
 def cell_runs(wildcards):
-    """Whether the cell measures (and so needs its device), or only records why not."""
-    return CELLS[wildcards.cell].unsupported_reason() is None
+    """Whether the job measures (and so needs its device), or only records why not."""
+    return any(cell.unsupported_reason() is None for cell in job_cells(wildcards))
 
 
 def cell_threads(wildcards):
@@ -58,17 +88,33 @@ def cell_threads(wildcards):
 
 
 def cell_gpus(wildcards):
-    return int(CELLS[wildcards.cell].device == "gpu" and cell_runs(wildcards))
+    return int(job_cells(wildcards)[0].device == "gpu" and cell_runs(wildcards))
 
 
 def cell_cpu_timing(wildcards):
-    """1 for a cell timed on the CPU: with the profile's cpu_timing=1, Snakemake starts one
+    """1 for a job timed on the CPU: with the profile's cpu_timing=1, Snakemake starts one
     at a time and gives the other cores to cheap jobs (the harness's lock is the guarantee)."""
-    return int(CELLS[wildcards.cell].device == "cpu" and cell_runs(wildcards))
+    return int(job_cells(wildcards)[0].device == "cpu" and cell_runs(wildcards))
 
 
 def cell_env(wildcards):
-    return f"../../envs/{CELLS[wildcards.cell].framework}.yaml"
+    return f"../../envs/{job_cells(wildcards)[0].framework}.yaml"
+
+
+def group_outputs():
+    """The result files of one group job: every batch × length of the matrix."""
+    return expand(
+        "results/runs/{{framework}}_{{model}}_{{device}}_b{batch}_s{seqlen}_{{optimization}}.json",
+        batch=SETTINGS["batch_sizes"],
+        seqlen=SETTINGS["sequence_lengths"],
+    )
+
+
+def axis_constraint(axis):
+    """A wildcard constraint admitting exactly the config's values of one axis."""
+    import re
+
+    return "|".join(re.escape(str(v)) for v in sorted(SETTINGS[axis], key=len, reverse=True))
 
 
 # SLURM resources of a cell (used by the slurm profile's executor; local runs ignore them).
@@ -78,7 +124,7 @@ def cell_env(wildcards):
 
 def cell_partition(wildcards):
     """The config's GPU partition for GPU cells, its partition for the others."""
-    gpu = CELLS[wildcards.cell].device == "gpu" and CLUSTER["gpu_partition"]
+    gpu = job_cells(wildcards)[0].device == "gpu" and CLUSTER["gpu_partition"]
     return gpu or CLUSTER["partition"] or None
 
 
@@ -94,7 +140,7 @@ def cell_gpu_model(wildcards):
 
 def cell_slurm_extra(wildcards):
     """Whole nodes for measuring CPU cells: no other job shares the cores while timing."""
-    exclusive = cell_runs(wildcards) and CELLS[wildcards.cell].device == "cpu"
+    exclusive = cell_runs(wildcards) and job_cells(wildcards)[0].device == "cpu"
     return "--exclusive" if exclusive else None
 
 
@@ -140,19 +186,26 @@ def reference_constraint(field):
 
 
 def reference_files(wildcards):
-    """The weights and reference output a cell reads (none for a cell that cannot apply)."""
-    cell = CELLS[wildcards.cell]
-    if cell.unsupported_reason() is not None:
+    """The weights and reference outputs a job reads (none for cells that cannot apply)."""
+    cells = [c for c in job_cells(wildcards) if c.unsupported_reason() is None]
+    if not cells:
         return {}
+    folder = f"results/reference/{cells[0].model}"
     return {
-        "weights": f"results/reference/{cell.model}/model.safetensors",
-        "reference": f"results/reference/{cell.model}/b{cell.batch}_s{cell.seqlen}.npz",
+        "weights": f"{folder}/model.safetensors",
+        "references": [f"{folder}/{reference_output_name(c.batch, c.seqlen)}" for c in cells],
     }
 
 
 def reference_args(wildcards, input):
-    """The `dlbench run` arguments naming those files."""
-    return " ".join(f"--{name}={path}" for name, path in input.items())
+    """The `dlbench run` arguments naming those files: the reference output of one cell,
+    or the folder of a group's."""
+    if "weights" not in input.keys():
+        return ""
+    references = input.references
+    if "cell" in wildcards.keys():
+        return f"--weights={input.weights} --reference={references[0]}"
+    return f"--weights={input.weights} --reference-dir={Path(input.weights).parent}"
 
 
 def reference_mem_mb(wildcards, attempt):

@@ -1,8 +1,12 @@
 """Sampling a measuring process from outside it: memory, CPU and the machine's load.
 
 The supervisor calls `sample()` between its blocking waits on the child, so nothing of
-this runs inside the measured process (no thread there, no GIL taken from the cell).
-Reads are of /proc only: a few tens of microseconds per sample.
+this runs inside the measured process (no thread there, no GIL taken from the cell). On a
+machine with as many cores as the cell has threads, every wake-up of the supervisor takes
+a core from the cell for a moment, so a sample is kept small: the resident memory (100 Hz)
+is one pread of /proc/<pid>/statm on a file kept open; the CPU time and the machine's
+counters (busy, stolen), which only need the ends of the timed loop and ~100 ms spans,
+come with every `load_every`-th sample.
 """
 
 import os
@@ -13,10 +17,9 @@ _TICK = os.sysconf("SC_CLK_TCK")
 _PAGE_MB = os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def _system_counters() -> tuple[int, int, int]:
-    """(busy, steal, total) jiffies of the whole machine since boot."""
-    with open("/proc/stat") as f:
-        fields = [int(v) for v in f.readline().split()[1:9]]
+def _system_counters(fd: int) -> tuple[int, int, int]:
+    """(busy, steal, total) jiffies of the whole machine since boot, from /proc/stat."""
+    fields = [int(v) for v in os.pread(fd, 256, 0).split(b"\n", 1)[0].split()[1:9]]
     user, nice, system, idle, iowait, irq, softirq, steal = fields
     busy = user + nice + system + irq + softirq
     return busy, steal, busy + idle + iowait + steal
@@ -35,27 +38,47 @@ class Sample:
 @dataclass
 class ProcessSampler:
     pid: int
-    samples: list[Sample] = field(default_factory=list)
+    load_every: int = 10
+    memory: list[tuple[float, float]] = field(default_factory=list)  # (time, rss_mb)
+    samples: list[Sample] = field(default_factory=list)  # with CPU and machine counters
 
-    def sample(self) -> Sample | None:
+    def __post_init__(self):
+        self._fds = {}
         try:
-            with open(f"/proc/{self.pid}/statm") as f:
-                rss_mb = int(f.read().split()[1]) * _PAGE_MB
-            with open(f"/proc/{self.pid}/stat") as f:
-                stat = f.read().rsplit(")", 1)[1].split()
-            cpu_s = (int(stat[11]) + int(stat[12])) / _TICK
-        except (OSError, IndexError, ValueError):
-            return None  # the process has just ended
-        latest = Sample(time.time(), rss_mb, cpu_s, *_system_counters())
-        self.samples.append(latest)
-        return latest
+            for name, path in (("statm", f"/proc/{self.pid}/statm"),
+                               ("stat", f"/proc/{self.pid}/stat"), ("system", "/proc/stat")):
+                self._fds[name] = os.open(path, os.O_RDONLY)
+        except OSError:
+            self.close()  # the process has ended already: no samples
 
-    def peak_rss_mb(self) -> float | None:
-        return max((s.rss_mb for s in self.samples), default=None)
+    def sample(self) -> None:
+        if not self._fds:
+            return
+        try:
+            rss_mb = int(os.pread(self._fds["statm"], 128, 0).split()[1]) * _PAGE_MB
+            now = time.time()
+            self.memory.append((now, rss_mb))
+            if len(self.memory) % self.load_every != 1 and self.load_every > 1:
+                return
+            stat = os.pread(self._fds["stat"], 1024, 0).rsplit(b")", 1)[1].split()
+            cpu_s = (int(stat[11]) + int(stat[12])) / _TICK
+            self.samples.append(Sample(now, rss_mb, cpu_s,
+                                       *_system_counters(self._fds["system"])))
+        except (OSError, IndexError, ValueError):
+            pass  # the process has just ended
+
+    def rss_mb(self) -> float | None:
+        """The latest resident memory sampled."""
+        return self.memory[-1][1] if self.memory else None
+
+    def peak_rss_mb(self, start: float, end: float) -> float | None:
+        """The highest resident memory sampled between two wall-clock times (a cell)."""
+        return max((rss for t, rss in self.memory if start <= t <= end), default=None)
 
     def window(self, start: float, end: float) -> dict | None:
         """Utilization between two wall-clock times (the timed loop), or None if unsampled."""
         inside = [s for s in self.samples if start <= s.time <= end]
+        memory = [t for t, _ in self.memory if start <= t <= end]
         if len(inside) < 2:
             return None
         first, last = inside[0], inside[-1]
@@ -63,15 +86,21 @@ class ProcessSampler:
         total = max(last.total - first.total, 1)
         busy_cores = (last.busy - first.busy) / total * (os.cpu_count() or 1)
         process_cores = (last.cpu_s - first.cpu_s) / seconds if seconds > 0 else 0.0
+        memory_s = memory[-1] - memory[0]
         return {
-            "samples": len(inside),
-            "sample_hz": round((len(inside) - 1) / seconds, 1) if seconds > 0 else None,
+            "samples": len(memory),
+            "sample_hz": round((len(memory) - 1) / memory_s, 1) if memory_s > 0 else None,
             "process_cpu_cores_mean": round(process_cores, 3),
             "process_cpu_cores_max": round(_max_rate(inside), 3),
             "system_cpu_busy_fraction": round((last.busy - first.busy) / total, 4),
             "other_load_cores": round(max(busy_cores - process_cores, 0.0), 3),
             "steal_fraction": round((last.steal - first.steal) / total, 4),
         }
+
+    def close(self) -> None:
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds = {}
 
 
 def _max_rate(samples: list[Sample], span_s: float = 0.1) -> float:

@@ -1,0 +1,113 @@
+"""measurement.process: per_group - one process measures a group of cells (every batch ×
+length of a framework, model, device and optimization), writing one result per cell."""
+
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from dlbench import config, result
+from dlbench.matrix import expand_cells
+from tests.conftest import REPO, TINY_CONFIG, snakemake, tool_env
+
+PROFILE = ["--workflow-profile", str(REPO / "workflow" / "profiles" / "default")]
+FAST = ["--warmup-iterations=1", "--min-duration-s=0.05", "--min-iterations=3"]
+
+
+def run_group(tmp_path, *args: str, fault: str = "", **env: str):
+    """`dlbench run` of pytorch tiny-bert on the CPU for several batch sizes and lengths."""
+    done = subprocess.run(
+        [sys.executable, "-m", "dlbench", "run", "--framework=pytorch", "--model=tiny-bert",
+         "--device=cpu", *args, f"--out-dir={tmp_path / 'runs'}"],
+        capture_output=True, text=True, timeout=300,
+        env=tool_env(DLBENCH_TEST_FAULT=fault, **env),
+    )
+    records = {p.stem: result.read(p) for p in (tmp_path / "runs").glob("*.json")}
+    return done, records
+
+
+def test_group_writes_one_result_per_cell_from_one_process(tmp_path):
+    done, records = run_group(tmp_path, "--optimization=eager", "--batch", "1", "2",
+                              "--seqlen", "8", "128", *FAST)
+    assert done.returncode == 0, done.stderr
+    statuses = {cell: r["status"] for cell, r in records.items()}
+    assert statuses == {
+        "pytorch_tiny-bert_cpu_b1_s8_eager": "ok", "pytorch_tiny-bert_cpu_b2_s8_eager": "ok",
+        # Beyond tiny-bert's 64 positions: recorded as such, never measured.
+        "pytorch_tiny-bert_cpu_b1_s128_eager": "unsupported",
+        "pytorch_tiny-bert_cpu_b2_s128_eager": "unsupported",
+    }
+    first, second = (records[f"pytorch_tiny-bert_cpu_b{b}_s8_eager"] for b in (1, 2))
+    assert first["process"] == {"cells": 2, "position": 0}
+    assert second["process"] == {"cells": 2, "position": 1}
+    assert "imports_done_s" in first["startup"]  # only the first cell paid the import
+    assert "imports_done_s" not in second["startup"]
+    # Peak memory is per cell: the second cell's counter was reset when it started.
+    assert second["memory"]["rss_at_start_mb"] >= first["memory"]["rss_at_start_mb"]
+    for record in (first, second):
+        assert record["memory"]["peak_host_rss_mb"] >= record["memory"]["rss_at_start_mb"]
+        assert record["utilization"]["samples"] >= 2
+        assert record["threads"]["intra_op"] == 2
+    assert not list((tmp_path / "runs").glob(".*"))  # no child records left behind
+
+
+def test_group_compiles_each_shape_afresh(tmp_path):
+    """torch.compile's caches are cleared between cells: the second shape is compiled
+    from scratch, not as a recompilation (which would switch to dynamic shapes)."""
+    done, records = run_group(tmp_path, "--optimization=compile", "--batch", "1", "2",
+                              "--seqlen", "8", *FAST, TORCH_LOGS="recompiles")
+    assert done.returncode == 0, done.stderr
+    assert [r["status"] for r in records.values()] == ["ok", "ok"]
+    assert "Recompiling function" not in done.stderr
+
+
+@pytest.mark.parametrize(("fault", "reason"), [
+    ("crash", "crashed: the measuring process was killed by SIGSEGV"),
+    ("hang", "timed out: still running after 6 s (measurement.timeout_s)"),
+])
+def test_a_failing_cell_costs_only_itself(tmp_path, fault, reason):
+    """The child dies in the second of three cells: a fresh one measures the third, and
+    the run succeeds (failing the job would make Snakemake delete the others)."""
+    broken = "pytorch_tiny-bert_cpu_b2_s8_eager"
+    done, records = run_group(tmp_path, "--optimization=eager", "--batch", "1", "2", "4",
+                              "--seqlen", "8", "--timeout-s=6", *FAST,
+                              fault=f"{fault}@{broken}")
+    assert done.returncode == 0, done.stderr
+    assert (records[broken]["status"], records[broken]["reason"]) == ("error", reason)
+    after = records["pytorch_tiny-bert_cpu_b4_s8_eager"]
+    assert records["pytorch_tiny-bert_cpu_b1_s8_eager"]["status"] == after["status"] == "ok"
+    assert after["process"] == {"cells": 1, "position": 0}  # measured by a fresh process
+    assert not (tmp_path / "failed").exists()
+
+
+def test_grouped_and_isolated_cells_agree_within_the_noise(tmp_path):
+    """The same cells, each in 3 fresh processes and then all in one: every grouped median
+    lies within the spread of the fresh processes' medians, widened by 10%."""
+    cells = ["--optimization=eager", "--batch", "1", "4", "--seqlen", "32", "64",
+             "--min-duration-s=0.5", "--min-iterations=20", "--warmup-iterations=5"]
+    done, isolated = run_group(tmp_path / "isolated", *cells, "--repeats=3")
+    assert done.returncode == 0, done.stderr
+    done, grouped = run_group(tmp_path / "grouped", *cells)
+    assert done.returncode == 0, done.stderr
+    assert len(grouped) == 4
+    for cell, record in grouped.items():
+        repeats = [r["median_ms"] for r in isolated[cell]["timing"]["repeats"]]
+        low, high = min(repeats) / 1.1, max(repeats) * 1.1
+        assert low <= record["timing"]["median_ms"] <= high, (cell, repeats, record["timing"])
+
+
+def test_workflow_runs_one_job_per_group(tmp_path):
+    matrix = {**TINY_CONFIG, "models": ["tiny-bert"], "devices": ["cpu"],
+              "measurement": {**TINY_CONFIG["measurement"], "process": "per_group"}}
+    run = snakemake(tmp_path, matrix, *PROFILE, "--cores", "2")
+    assert run.returncode == 0, run.stderr[-2000:]
+    cells = expand_cells(config.validate(matrix))
+    summary = pd.read_parquet(tmp_path / "results" / "summary.parquet")
+    assert sorted(summary["cell_id"]) == sorted(c.id for c in cells)  # nothing lost
+    logs = sorted(p.stem for p in (tmp_path / "logs" / "groups").glob("*.log"))
+    assert logs == ["pytorch_tiny-bert_cpu_eager", "pytorch_tiny-bert_cpu_graph",
+                    "tensorflow_tiny-bert_cpu_eager", "tensorflow_tiny-bert_cpu_graph"]
+    measured = summary[summary["status"] == "ok"]
+    assert len(measured) == 6 and set(measured["process_cells"]) == {2}  # 3 groups measure
+    assert (tmp_path / "report" / "report.html").exists()
