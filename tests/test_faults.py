@@ -120,8 +120,11 @@ def test_interrupted_run_leaves_nothing_half_written_and_resumes(tmp_path, sig):
                "--snakefile", str(REPO / "Snakefile"), "--directory", str(tmp_path),
                "--configfile", str(tmp_path / "config.yaml"), *PROFILE, "--cores", "2"]
     runs = tmp_path / "results" / "runs"
+    # As from a terminal: a shell that runs the tests in the background has them ignore
+    # SIGINT, and the ignoring would be inherited.
     process = subprocess.Popen(command, env=tool_env(), stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, start_new_session=True)
+                               stderr=subprocess.DEVNULL, start_new_session=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 120
     while len(list(runs.glob("*.json"))) < 2 and time.monotonic() < deadline:
         time.sleep(0.2)

@@ -28,8 +28,9 @@ def run_group(tmp_path, *args: str, fault: str = "", **env: str):
 
 
 def test_group_writes_one_result_per_cell_from_one_process(tmp_path):
+    # A loop long enough for the CPU counters, sampled at 10 Hz, to describe it.
     done, records = run_group(tmp_path, "--optimization=eager", "--batch", "1", "2",
-                              "--seqlen", "8", "128", *FAST)
+                              "--seqlen", "8", "128", *FAST, "--min-duration-s=0.4")
     assert done.returncode == 0, done.stderr
     statuses = {cell: r["status"] for cell, r in records.items()}
     assert statuses == {
@@ -47,7 +48,7 @@ def test_group_writes_one_result_per_cell_from_one_process(tmp_path):
     assert second["memory"]["rss_at_start_mb"] >= first["memory"]["rss_at_start_mb"]
     for record in (first, second):
         assert record["memory"]["peak_host_rss_mb"] >= record["memory"]["rss_at_start_mb"]
-        assert record["utilization"]["samples"] >= 2
+        assert record["utilization"]["samples"] >= 20  # memory, at ~100 Hz
         assert record["threads"]["intra_op"] == 2
     assert not list((tmp_path / "runs").glob(".*"))  # no child records left behind
 
