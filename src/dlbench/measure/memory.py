@@ -20,23 +20,23 @@ def reset_peak() -> bool:
         return False
 
 
-def peak_rss_mb() -> float:
-    """Peak resident set size in MiB since the last reset (or process start)."""
+def _status_mb(field: str) -> float | None:
+    """A memory field of /proc/self/status (e.g. VmHWM) in MiB, or None."""
     try:
         for line in _STATUS.read_text().splitlines():
-            if line.startswith("VmHWM:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) / 1024
     except OSError:
         pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return None
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size in MiB since the last reset (or process start)."""
+    peak = _status_mb("VmHWM")
+    return peak if peak is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def rss_mb() -> float:
     """Resident memory now (in a group: what the earlier cells left behind)."""
-    try:
-        for line in _STATUS.read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
+    return _status_mb("VmRSS") or 0.0
