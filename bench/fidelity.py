@@ -4,7 +4,7 @@
 
 PyTorch cells against torch.utils.benchmark.Timer.blocked_autorange, TensorFlow cells
 against a bare perf_counter loop. Each measurement is its own fresh process with the same
-threads, model, weights and inputs; dlbench and the reference alternate (A B A B …), and
+threads, model, weights and inputs; dlbench and the reference alternate (A B, B A, …), and
 the ratio is the median of each round's ratio (pairs taken side by side, so that the
 machine's drift between rounds cancels). Target: within 3% of 1.00 on the CPU, 2% on a GPU.
 
@@ -86,13 +86,18 @@ def main() -> None:
           f"(medians of {ROUNDS} rounds; the ratio's range over the rounds)")
     for cell in cells:
         ours, theirs, device_ms = [], [], []
-        for _ in range(ROUNDS):
-            record = run_cell(*cell, f"--threads={THREADS}", f"--min-duration-s={MIN_TIME_S}",
-                              f"--sample-hz={args.sample_hz}", device=args.device)
-            ours.append(record["timing"]["median_ms"])
-            if "device_time" in record["timing"]:
-                device_ms.append(record["timing"]["device_time"]["median_ms"])
-            theirs.append(reference_in_fresh_process(cell, args.device))
+        for round_ in range(ROUNDS):
+            # A B, then B A: neither side always runs first in its pair.
+            for side in ("dlbench", "reference")[:: -1 if round_ % 2 else 1]:
+                if side == "reference":
+                    theirs.append(reference_in_fresh_process(cell, args.device))
+                    continue
+                record = run_cell(*cell, f"--threads={THREADS}",
+                                  f"--min-duration-s={MIN_TIME_S}",
+                                  f"--sample-hz={args.sample_hz}", device=args.device)
+                ours.append(record["timing"]["median_ms"])
+                if "device_time" in record["timing"]:
+                    device_ms.append(record["timing"]["device_time"]["median_ms"])
         a, b = statistics.median(ours), statistics.median(theirs)
         ratios = [x / y for x, y in zip(ours, theirs, strict=True)]
         timer = "Timer.blocked_autorange" if cell[0] == "pytorch" else "perf_counter loop"
