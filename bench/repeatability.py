@@ -24,6 +24,8 @@ def main() -> None:
         flag = "" if spread["cv"] <= 0.03 else "  (above the 3% target)"
         print(f"{label(*cell):46} {spread['median_of_medians_ms']:9.2f} {spread['cv']:6.1%}  "
               + " ".join(f"{m:.2f}" for m in medians) + flag)
+        for reason in record["flags"]["reasons"]:  # e.g. CPU stolen by the host meanwhile
+            print(f"{'':46}   flagged: {reason}")
 
 
 if __name__ == "__main__":
