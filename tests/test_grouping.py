@@ -3,6 +3,7 @@ length of a framework, model, device and optimization), writing one result per c
 
 import subprocess
 import sys
+import time
 
 import pandas as pd
 import pytest
@@ -112,3 +113,30 @@ def test_workflow_runs_one_job_per_group(tmp_path):
     measured = summary[summary["status"] == "ok"]
     assert len(measured) == 6 and set(measured["process_cells"]) == {2}  # 3 groups measure
     assert (tmp_path / "report" / "report.html").exists()
+
+
+def test_sigterm_stops_the_group_and_keeps_records_of_the_rest(tmp_path):
+    """A cancelled job (SIGTERM, as from scancel or a time limit): no further cell starts,
+    the job fails, and the cells it did not finish are kept as failed records."""
+    hanging = "pytorch_tiny-bert_cpu_b2_s8_eager"
+    runs, failed = tmp_path / "runs", tmp_path / "failed"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "dlbench", "run", "--framework=pytorch", "--model=tiny-bert",
+         "--device=cpu", "--optimization=eager", "--batch", "1", "2", "4", "--seqlen", "8",
+         *FAST, f"--out-dir={runs}"],
+        env=tool_env(DLBENCH_TEST_FAULT=f"hang@{hanging}"), stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 120  # until the child has written its first cell's
+    while not list(runs.glob(".*.child")) and time.monotonic() < deadline:  # record: the
+        time.sleep(0.1)  # second cell hangs
+    time.sleep(1)
+    process.terminate()
+    output, _ = process.communicate(timeout=60)
+    assert process.returncode == 1, output
+    assert result.read(runs / "pytorch_tiny-bert_cpu_b1_s8_eager.json")["status"] == "ok"
+    stopped = result.read(failed / f"{hanging}.json")
+    assert stopped["status"] == "error" and stopped["reason"].startswith("stopped: the job "
+                                                                         "received SIGTERM")
+    never = result.read(failed / "pytorch_tiny-bert_cpu_b4_s8_eager.json")
+    assert never["reason"].startswith("not measured: the run was stopped before it")
+    assert not (runs / f"{hanging}.json").exists()
