@@ -68,7 +68,7 @@ def cell_args(wildcards):
     """The `dlbench run` arguments of one cell, or of a group's cells (--batch and
     --seqlen then list every value of the matrix)."""
     cells = job_cells(wildcards)
-    if len(cells) == 1 and "cell" in wildcards.keys():
+    if "cell" in wildcards.keys():
         return " ".join(cells[0].cli_args() + measurement_args())
     first = cells[0]
     args = [f"--framework={first.framework}", f"--model={first.model}",

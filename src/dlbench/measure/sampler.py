@@ -58,7 +58,7 @@ class ProcessSampler:
             rss_mb = int(os.pread(self._fds["statm"], 128, 0).split()[1]) * _PAGE_MB
             now = time.time()
             self.memory.append((now, rss_mb))
-            if len(self.memory) % self.load_every != 1 and self.load_every > 1:
+            if (len(self.memory) - 1) % self.load_every:  # the counters: every n-th sample
                 return
             stat = os.pread(self._fds["stat"], 1024, 0).rsplit(b")", 1)[1].split()
             cpu_s = (int(stat[11]) + int(stat[12])) / _TICK

@@ -102,12 +102,11 @@ _DISTILBERT_BASE = dict(
 )
 _GPT2 = dict(vocab_size=50257, n_positions=1024, n_embd=768, n_layer=12, n_head=12)
 _DISTILGPT2 = dict(_GPT2, n_layer=6)
+# RoBERTa is BERT base with its own vocabulary, positions (offset by the padding id) and
+# special tokens.
 _ROBERTA_BASE = dict(
+    _BERT_BASE,
     vocab_size=50265,
-    hidden_size=768,
-    num_hidden_layers=12,
-    num_attention_heads=12,
-    intermediate_size=3072,
     max_position_embeddings=514,
     type_vocab_size=1,
     layer_norm_eps=1e-5,
