@@ -26,10 +26,10 @@ TINY_CONFIG = {
 
 
 def tool_env(**extra: str) -> dict[str, str]:
-    """The environment with this virtualenv's tools first on PATH, as after `activate`."""
-    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}", **extra)
-    env.pop("PYTHONPATH", None)
-    return env
+    """The environment with this virtualenv's tools first on PATH, as after `activate`, and
+    this checkout's dlbench first on the path (whichever checkout the venv was set up in)."""
+    return dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}",
+                PYTHONPATH=str(REPO / "src"), **extra)
 
 
 def snakemake(workdir: Path, config: dict | None, *args: str, timeout: int = 900):

@@ -69,5 +69,5 @@ def test_light_import():
     code = "import sys, dlbench.cli, dlbench.matrix, dlbench.config; " \
            "print(any(m in sys.modules for m in ('torch', 'tensorflow', 'transformers')))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True)
+                          check=True, env=tool_env())
     assert done.stdout.strip() == "False"

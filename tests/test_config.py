@@ -11,7 +11,7 @@ import yaml
 from dlbench import config
 from dlbench.models import MODELS
 from dlbench.optimizations import OPTIMIZATIONS
-from tests.conftest import TINY_CONFIG, snakemake
+from tests.conftest import TINY_CONFIG, snakemake, tool_env
 
 
 def problems(**changes) -> str:
@@ -148,11 +148,11 @@ def test_check_command_validates_a_preset(tmp_path):
     good.write_text(yaml.safe_dump(TINY_CONFIG))
     bad.write_text(yaml.safe_dump({**TINY_CONFIG, "batch_sizes": [-1]}))
     dlbench = [sys.executable, "-m", "dlbench", "check"]
-    done = subprocess.run([*dlbench, str(good)], capture_output=True, text=True)
+    done = subprocess.run([*dlbench, str(good)], capture_output=True, text=True, env=tool_env())
     assert done.returncode == 0
     assert "valid, 64 cells, 24 to measure" in done.stdout
     assert "16 unsupported: optimization 'graph' does not exist in PyTorch" in done.stdout
     assert "12 unsupported: sequence length 128 exceeds tiny-bert's maximum" in done.stdout
-    done = subprocess.run([*dlbench, str(bad)], capture_output=True, text=True)
+    done = subprocess.run([*dlbench, str(bad)], capture_output=True, text=True, env=tool_env())
     assert done.returncode == 1
     assert "'batch_sizes[0]': -1 is not allowed; it must be a positive integer" in done.stderr

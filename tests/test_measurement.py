@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from dlbench import env, runner
+from dlbench import env
+from dlbench.measure.flags import flags
 from dlbench.measure.stats import between_processes, median_ci, summarize
 from tests.test_cli import run_cell
 
@@ -33,9 +34,9 @@ def test_spread_between_processes():
 
 
 def test_flags_name_their_reason():
-    calm = runner._flags(0.02, [{"steal_fraction": 0.0}])
+    calm = flags(0.02, [{"steal_fraction": 0.0}])
     assert calm == {"unstable": False, "noisy_machine": False, "reasons": []}
-    noisy = runner._flags(0.25, [{"steal_fraction": 0.12}, None])
+    noisy = flags(0.25, [{"steal_fraction": 0.12}, None])
     assert noisy["unstable"] and noisy["noisy_machine"]
     assert noisy["reasons"] == [
         "unstable: IQR is 25% of the median (limit 10%)",

@@ -32,12 +32,11 @@ import psutil
 
 from dlbench import devices, env, faults, result
 from dlbench.matrix import Cell
+from dlbench.measure.flags import flags
 from dlbench.measure.sampler import GpuSampler, ProcessSampler
 from dlbench.measure.stats import between_processes, summarize
 
 GUARD_HZ = 10  # how often the memory guard and the time limit are checked
-UNSTABLE_RELATIVE_IQR = 0.10  # a cell whose IQR exceeds this fraction of its median
-NOISY_STEAL_FRACTION = 0.05  # a cell measured while the host stole more of the CPU
 
 
 @dataclass(frozen=True)
@@ -234,26 +233,12 @@ def _annotate(record: dict, sampler: ProcessSampler, gpu: GpuSampler | None) -> 
         record["utilization"].update(gpu.window(loop_start, loop_end) or {})
     record["memory"]["sampled_peak_rss_mb"] = sampler.peak_rss_mb(
         start, _unix_time(record["finished_at"]))
-    record["flags"] = _flags(record["timing"]["relative_iqr"], [record["utilization"]])
+    record["flags"] = flags(record["timing"]["relative_iqr"], [record["utilization"]])
     return record
 
 
 def _unix_time(timestamp: str) -> float:
     return datetime.fromisoformat(timestamp).timestamp()
-
-
-def _flags(relative_iqr: float, windows: list[dict | None]) -> dict:
-    steal = max((w["steal_fraction"] for w in windows if w), default=None)
-    reasons = []
-    if relative_iqr > UNSTABLE_RELATIVE_IQR:
-        reasons.append(f"unstable: IQR is {relative_iqr:.0%} of the median "
-                       f"(limit {UNSTABLE_RELATIVE_IQR:.0%})")
-    if steal is not None and steal > NOISY_STEAL_FRACTION:
-        reasons.append(f"noisy machine: {steal:.0%} of the CPU time was stolen by the host "
-                       f"(limit {NOISY_STEAL_FRACTION:.0%}); re-run this cell")
-    return {"unstable": relative_iqr > UNSTABLE_RELATIVE_IQR,
-            "noisy_machine": bool(steal is not None and steal > NOISY_STEAL_FRACTION),
-            "reasons": reasons}
 
 
 def _combine(records: list[dict]) -> dict:
@@ -280,7 +265,7 @@ def _combine(records: list[dict]) -> dict:
     final["memory"]["peak_host_rss_mb"] = max(r["memory"]["peak_host_rss_mb"] for r in records)
     final["memory"]["sampled_peak_rss_mb"] = max(
         (r["memory"]["sampled_peak_rss_mb"] or 0) for r in records) or None
-    final["flags"] = _flags(timing["relative_iqr"], [r.get("utilization") for r in records])
+    final["flags"] = flags(timing["relative_iqr"], [r.get("utilization") for r in records])
     return final
 
 

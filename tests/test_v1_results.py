@@ -1,0 +1,68 @@
+"""Results measured by dlbench before scenarios existed (result schema v1) are reused.
+
+tests/data/v1_results holds what the v1 workflow (commit 4fb8f19) left after a tiny matrix,
+per_cell and per_group: the result files, the shared reference files and Snakemake's
+metadata of each (its record of the rule's command, parameters and inputs, which decides
+whether a job must run again). The absolute paths in the metadata are placeholders, put
+back for this checkout. The workflow of today must find nothing to measure there, and read
+the v1 files into its summary.
+"""
+
+import os
+import shutil
+import sys
+
+import pandas as pd
+import pytest
+
+from tests.conftest import REPO, snakemake
+
+FIXTURE = REPO / "tests" / "data" / "v1_results"
+
+
+def restore(mode: str, workdir):
+    """The fixture's v1 results in workdir, as the v1 workflow left them."""
+    for name in ("runs", "metadata"):
+        (workdir / ("results/runs" if name == "runs" else ".snakemake/metadata")).mkdir(
+            parents=True)
+    shutil.copytree(FIXTURE / "reference", workdir / "results" / "reference")
+    for path in (FIXTURE / mode / "runs").iterdir():
+        shutil.copy(path, workdir / "results" / "runs" / path.name)
+    python = sys.executable  # the interpreter the workflow runs its jobs on
+    for path in (FIXTURE / mode / "metadata").iterdir():
+        text = path.read_text().replace("@SRC@", str(REPO / "src")).replace("@PYTHON@", python)
+        (workdir / ".snakemake" / "metadata" / path.name).write_text(text)
+    # A checkout sets every mtime alike: the inputs older than what was made from them.
+    stamp = 1_700_000_000
+    for i, relative in enumerate(["results/reference/tiny-bert/model.safetensors",
+                                  "results/reference/tiny-bert/config.json",
+                                  "results/reference/tiny-bert/b1_s8.npz"]):
+        os.utime(workdir / relative, (stamp + i, stamp + i))
+    for path in (workdir / "results" / "runs").iterdir():
+        os.utime(path, (stamp + 10, stamp + 10))
+    return (FIXTURE / mode / "config.yaml").read_text()
+
+
+@pytest.mark.parametrize("mode", ["per_cell", "per_group"])
+def test_v1_results_are_reused_not_measured_again(tmp_path, mode):
+    config = restore(mode, tmp_path)
+    (tmp_path / "config.yaml").write_text(config)
+    profile = ["--workflow-profile", str(REPO / "workflow" / "profiles" / "default")]
+    dry = snakemake(tmp_path, None, "--configfile", str(tmp_path / "config.yaml"), *profile,
+                    "--cores", "2", "--dry-run")
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    planned = dry.stdout + dry.stderr
+    for rule in ("measure_cell", "measure_group", "reference_weights", "reference_output"):
+        assert f"rule {rule}:" not in planned, planned[-3000:]
+    assert "rule aggregate:" in planned  # only the summary and the report are missing
+
+    run = snakemake(tmp_path, None, "--configfile", str(tmp_path / "config.yaml"), *profile,
+                    "--cores", "2")
+    assert run.returncode == 0, run.stderr[-3000:]
+    summary = pd.read_parquet(tmp_path / "results" / "summary.parquet")
+    measured = summary[summary["status"] == "ok"]
+    assert sorted(measured["cell_id"]) == ["pytorch_tiny-bert_cpu_b1_s8_eager",
+                                           "tensorflow_tiny-bert_cpu_b1_s8_eager",
+                                           "tensorflow_tiny-bert_cpu_b1_s8_graph"]
+    assert (measured["median_ms"] > 0).all()
+    assert (tmp_path / "report" / "report.html").exists()
