@@ -1,7 +1,13 @@
 """Config validation: one clear message per problem, before any job starts.
 
-The schema (workflow/schemas/config.schema.yaml) gives the structure; the allowed names
-come from the registries, so a new model or optimization is added in one place only.
+The schema (workflow/schemas/config.schema.yaml) gives the structure shared by every
+scenario; each scenario adds its own section (dlbench.scenarios), and the allowed names come
+from the registries, so a new model, optimization or scenario is added in one place only.
+
+The v1 layout, with one scenario's keys at the top level (`scenario: inference`, `models`,
+`batch_sizes`, …), is still read: those keys belong to that scenario's section (inference
+unless `scenario` says otherwise) and override its keys there, so that
+`--config batch_sizes=[1,4]` narrows the inference section of any config.
 """
 
 import copy
@@ -12,12 +18,12 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from dlbench import SCHEMA_DIR
-from dlbench.axes import DEVICES, FRAMEWORKS, SCENARIOS
-from dlbench.models import MODELS
-from dlbench.optimizations import OPTIMIZATIONS
+from dlbench import SCHEMA_DIR, scenarios
+from dlbench.axes import DEVICES, FRAMEWORKS
 
 SCHEMA_PATH = SCHEMA_DIR / "config.schema.yaml"
+FLAT_SCENARIO_KEY = "scenario"
+DEFAULT_SCENARIO = "inference"
 
 
 class ConfigError(ValueError):
@@ -28,32 +34,65 @@ class ConfigError(ValueError):
 def _schema() -> dict:
     schema = yaml.safe_load(SCHEMA_PATH.read_text())
     props = schema["properties"]
-    props["scenario"]["enum"] = list(SCENARIOS)
-    for key, names in {
-        "frameworks": FRAMEWORKS,
-        "models": MODELS,
-        "devices": DEVICES,
-        "optimizations": OPTIMIZATIONS,
-    }.items():
-        props[key]["items"]["enum"] = list(names)
+    registered = scenarios.scenarios()
+    props["scenarios"]["items"]["enum"] = list(registered)
+    props[FLAT_SCENARIO_KEY]["enum"] = list(registered)
+    props["frameworks"]["items"]["enum"] = list(FRAMEWORKS)
+    props["devices"]["items"]["enum"] = list(DEVICES)
+    for name, scenario in registered.items():
+        props[name] = scenario.config_schema()
     return schema
 
 
 def schema() -> dict:
-    """The config schema with the registries' names filled in."""
+    """The config schema with the scenarios' sections and the registries' names filled in."""
     return copy.deepcopy(_schema())
 
 
 def validate(config: dict, source: str = "config") -> dict:
-    """A copy of config with defaults filled in; ConfigError naming every problem."""
+    """A copy of config with defaults filled in (and `scenarios` listing the scenarios to
+    run); ConfigError naming every problem."""
     if not isinstance(config, dict):
         raise ConfigError(f"{source}: the config must be a mapping of keys to values")
+    config, aliases = _sections(copy.deepcopy(config))
     validator = jsonschema.Draft202012Validator(_schema())
     errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.path)))
     if errors:
-        lines = "\n".join(f"  - {_describe(e)}" for e in errors)
+        lines = "\n".join(f"  - {_describe(e, aliases)}" for e in errors)
         raise ConfigError(f"invalid {source}:\n{lines}")
-    return _with_defaults(_schema(), copy.deepcopy(config))
+    config = _with_defaults(_schema(), config)
+    sections = [name for name in scenarios.scenarios() if name in config]
+    config.setdefault("scenarios", sections)
+    missing = [name for name in config["scenarios"] if name not in config]
+    if not sections or missing:
+        known = ", ".join(scenarios.scenarios())
+        what = (f"'scenarios' lists {', '.join(missing)} without a section of that name"
+                if missing else "the config has no scenario section")
+        raise ConfigError(f"invalid {source}:\n  - {what}; add a section named after the "
+                          f"scenario ({known}) with its models, optimizations and sizes")
+    return config
+
+
+def _sections(config: dict) -> tuple[dict, dict[str, str]]:
+    """The config with top-level keys of the v1 layout moved into their scenario's section,
+    and how the moved keys were written (to name them so in messages)."""
+    name = config.get(FLAT_SCENARIO_KEY, DEFAULT_SCENARIO)
+    if not isinstance(name, str) or name not in scenarios.scenarios():
+        return config, {}  # the schema names the bad value
+    config.pop(FLAT_SCENARIO_KEY, None)
+    section_keys = _schema()["properties"][name]["properties"]
+    flat = {key: config.pop(key) for key in list(config) if key in section_keys
+            and key not in _schema()["properties"]}
+    if not flat:
+        return config, {}
+    section = config.get(name, {})
+    if not isinstance(section, dict):  # the schema names the bad section; nothing to merge
+        config.update(flat)
+        return config, {}
+    config[name] = {**section, **flat}
+    # The whole section was written flat, or only the moved keys.
+    aliases = {f"{name}.{key}": key for key in flat} if section else {name: ""}
+    return config, aliases
 
 
 def type_command_line(config: dict, overrides: dict) -> None:
@@ -104,10 +143,13 @@ def _with_defaults(schema: dict, instance: dict) -> dict:
     return instance
 
 
-def _key(error: jsonschema.ValidationError) -> str:
+def _key(error: jsonschema.ValidationError, aliases: dict[str, str]) -> str:
+    """The key as the user wrote it (v1-layout keys without their section's name)."""
     key = ""
     for part in error.absolute_path:
         key += f"[{part}]" if isinstance(part, int) else (f".{part}" if key else str(part))
+        if key in aliases:
+            key = aliases[key]
     return key
 
 
@@ -131,12 +173,15 @@ def _suggest(value: object, options: list[str], prefix: str = "") -> str:
     return f" (did you mean '{prefix}{close[0]}'?)" if close else ""
 
 
-def _describe(error: jsonschema.ValidationError) -> str:
-    key, value, schema = _key(error), error.instance, error.schema
+def _describe(error: jsonschema.ValidationError, aliases: dict[str, str]) -> str:
+    key, value, schema = _key(error, aliases), error.instance, error.schema
     where = f"config key '{key}'" if key else "config"
     match error.validator:
         case "additionalProperties":
             allowed = list(schema["properties"])
+            if not key:  # the default scenario's keys may stand at the top level (v1)
+                allowed += [k for k in schema["properties"][DEFAULT_SCENARIO]["properties"]
+                            if k not in allowed]
             unknown = [k for k in value if k not in allowed]
             prefix = f"{key}." if key else ""
             return "; ".join(

@@ -1,87 +1,137 @@
-"""The matrix: config axes → cells with stable, readable ids, and which of them can apply.
+"""The matrix: config → cells with stable, readable ids, each knowing its own paths.
+
+A cell is (scenario, framework, model, device, optimization, sizes): the sizes are the
+scenario's own axes (inference: batch and sequence length). Its id reads
+`<head>_<sizes>_<tail>`, e.g. `pytorch_bert-base-uncased_cpu_b1_s16_eager`; the cells that
+differ only in their sizes share head and tail, and form a group (measurement.process).
 
 A cell that cannot apply is still a cell: it is recorded as `unsupported` with the reason
 (without importing any framework), so that nothing silently disappears from the report.
 """
 
-import itertools
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
-from dlbench.axes import FRAMEWORK_LABELS
-from dlbench.models import get_model
-from dlbench.optimizations import OPTIMIZATIONS
+from dlbench import scenarios
 
-# The transformers line whose model classes the registry names.
-TRANSFORMERS_LINE = "4.57"
+RUNS, FAILED = "results/runs", "results/failed"
 
 
 @dataclass(frozen=True)
 class Cell:
+    scenario: str
     framework: str
     model: str
     device: str
-    batch: int
-    seqlen: int
     optimization: str
+    sizes: tuple[tuple[str, int | str], ...] = ()
+
+    @property
+    def spec(self) -> scenarios.Scenario:
+        return scenarios.get(self.scenario)
+
+    def size(self, axis: str) -> int | str:
+        return dict(self.sizes)[axis]
+
+    @property
+    def head(self) -> str:
+        return self.spec.id_head(self)
+
+    @property
+    def tail(self) -> str:
+        return self.spec.id_tail(self)
+
+    @property
+    def middle(self) -> str:
+        """The sizes as they read in the id: b1_s16."""
+        axes = {axis.name: axis for axis in self.spec.axes}
+        return "_".join(f"{axes[name].id_prefix}{value}" for name, value in self.sizes)
 
     @property
     def id(self) -> str:
-        return (
-            f"{self.framework}_{self.model}_{self.device}"
-            f"_b{self.batch}_s{self.seqlen}_{self.optimization}"
-        )
+        return "_".join(part for part in (self.head, self.middle, self.tail) if part)
 
     @property
     def group_id(self) -> str:
         """The cells that one process may measure together (measurement.process)."""
-        return f"{self.framework}_{self.model}_{self.device}_{self.optimization}"
+        return f"{self.head}_{self.tail}"
+
+    def grouped(self, process: str) -> bool:
+        """Whether this cell is measured with its group (measurement.process: per_group,
+        where its scenario allows it)."""
+        return process == "per_group" and self.spec.groupable
+
+    def log_path(self, process: str) -> str:
+        """The log of the job that measures this cell."""
+        if self.grouped(process):
+            return f"logs/groups/{self.group_id}.log"
+        return f"logs/runs/{self.id}.log"
+
+    @property
+    def result_path(self) -> str:
+        return f"{RUNS}/{self.id}.json"
+
+    @property
+    def failed_path(self) -> str:
+        return f"{FAILED}/{self.id}.json"
 
     def params(self) -> dict:
-        return asdict(self)
+        return {"scenario": self.scenario, "framework": self.framework, "model": self.model,
+                "device": self.device, **dict(self.sizes), "optimization": self.optimization}
+
+    @classmethod
+    def from_params(cls, params: dict) -> "Cell":
+        axes = [axis.name for axis in scenarios.get(params["scenario"]).axes]
+        return cls(params["scenario"], params["framework"], params["model"], params["device"],
+                   params["optimization"], tuple((name, params[name]) for name in axes))
 
     def unsupported_reason(self) -> str | None:
         """Why this cell cannot apply, known without running it (None if it can)."""
-        optimization = OPTIMIZATIONS[self.optimization]
-        reason = optimization.unsupported_reason(self.framework, self.device)
-        if reason:
-            return reason
-        spec = get_model(self.model)
-        if spec.classes.class_name(self.framework) is None:
-            return (
-                f"transformers {TRANSFORMERS_LINE} has no {FRAMEWORK_LABELS[self.framework]} "
-                f"class for {self.model} ({spec.family})"
-            )
-        no_mixed = spec.classes.tensorflow_no_mixed_precision
-        if self.framework == "tensorflow" and optimization.precision.name != "fp32" and no_mixed:
-            return f"optimization '{self.optimization}' on {self.model}: {no_mixed}"
-        if spec.max_positions is not None and self.seqlen > spec.max_positions:
-            return (
-                f"sequence length {self.seqlen} exceeds {self.model}'s maximum of "
-                f"{spec.max_positions} positions"
-            )
-        return None
+        return self.spec.unsupported_reason(self)
 
     def cli_args(self) -> list[str]:
-        return [
-            f"--framework={self.framework}",
-            f"--model={self.model}",
-            f"--device={self.device}",
-            f"--batch={self.batch}",
-            f"--seqlen={self.seqlen}",
-            f"--optimization={self.optimization}",
-        ]
+        """The `dlbench run` options naming this cell (the scenario only where it is not
+        the default, so that inference cells keep their v1 command lines)."""
+        scenario = [] if self.scenario == DEFAULT_SCENARIO else [f"--scenario={self.scenario}"]
+        return [*scenario, f"--framework={self.framework}", f"--model={self.model}",
+                f"--device={self.device}", *(f"--{name}={value}" for name, value in self.sizes),
+                f"--optimization={self.optimization}"]
+
+    def group_cli_args(self, cells: list["Cell"]) -> list[str]:
+        """The `dlbench run` options naming a group of cells: each axis lists its values."""
+        scenario = [] if self.scenario == DEFAULT_SCENARIO else [f"--scenario={self.scenario}"]
+        args = [*scenario, f"--framework={self.framework}", f"--model={self.model}",
+                f"--device={self.device}", f"--optimization={self.optimization}"]
+        for name, _ in self.sizes:
+            values = list(dict.fromkeys(cell.size(name) for cell in cells))
+            args += [f"--{name}", *map(str, values)]
+        return args
+
+
+DEFAULT_SCENARIO = "inference"
 
 
 def expand_cells(config: dict) -> list[Cell]:
-    """Every combination of the config's axes, in config order; ids are unique."""
-    return [
-        Cell(framework, model, device, batch, seqlen, optimization)
-        for framework, model, device, batch, seqlen, optimization in itertools.product(
-            config["frameworks"],
-            config["models"],
-            config["devices"],
-            config["batch_sizes"],
-            config["sequence_lengths"],
-            config["optimizations"],
-        )
-    ]
+    """Every cell of a validated config: each scenario's section, in config order."""
+    cells = []
+    for name in config["scenarios"]:
+        cells += scenarios.get(name).cells(config[name], config["frameworks"], config["devices"])
+    return cells
+
+
+def group_outputs(cells: list[Cell]) -> tuple[list[str], list[str], list[str]]:
+    """The output patterns of the group rule, and the heads and tails of its groups.
+
+    A group's cells are `<head>_<middle>_<tail>`: the rule's wildcards are head and tail,
+    one output per middle (the sizes). Every group of one rule has the same sizes.
+    """
+    groups: dict[str, list[Cell]] = {}
+    for cell in cells:
+        groups.setdefault(cell.group_id, []).append(cell)
+    middles = {tuple(cell.middle for cell in group) for group in groups.values()}
+    if len(middles) > 1:
+        raise ValueError("the grouped cells of this matrix have different sizes per group; "
+                         "measure them with measurement.process: per_cell")
+    patterns = [f"{RUNS}/{{head}}_{middle}_{{tail}}.json" for middle in next(iter(middles), ())]
+    heads = sorted({cell.head for cell in cells})
+    tails = sorted({cell.tail for cell in cells})
+    return patterns, heads, tails

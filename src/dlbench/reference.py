@@ -23,40 +23,51 @@ from dlbench.optimizations import OPTIMIZATIONS
 FP32_EAGER = OPTIMIZATIONS["eager"]
 
 
+FOLDER = "results/reference"
+
+
+def weights_path(model: str) -> str:
+    """Where the workflow keeps a model's shared weights (the reference rules' output)."""
+    return f"{FOLDER}/{model}/model.safetensors"
+
+
 def output_name(batch: int, seqlen: int) -> str:
     """The file name of a reference output in its model's folder (the reference rules')."""
     return f"b{batch}_s{seqlen}.npz"
 
 
+def output_path(model: str, batch: int, seqlen: int) -> str:
+    return f"{FOLDER}/{model}/{output_name(batch, seqlen)}"
+
+
 @cache
-def _backend(threads: int):
-    """The CPU PyTorch backend (once per process: thread pools are set only once)."""
+def _ops(threads: int):
+    """PyTorch's inference operations on the CPU (once per process: thread pools are set
+    only once)."""
     for name in env.THREAD_VARIABLES:
         os.environ[name] = str(threads)
-    from dlbench.frameworks import load_backend
+    from dlbench.frameworks import load_backend, load_ops
 
-    return load_backend("pytorch", "cpu", threads, 1)
+    return load_ops(load_backend("pytorch", "cpu", threads, 1), "inference")
 
 
 def write_weights(model: str, seed: int, out: Path, threads: int) -> None:
     with devices.exclusive("cpu"):
-        backend = _backend(threads)
-        built = backend.build(get_model(model), seed, FP32_EAGER)
-        backend.save_weights(built, out)
+        ops = _ops(threads)
+        ops.save_weights(ops.build(get_model(model), seed, FP32_EAGER), out)
 
 
 def write_output(model: str, batch: int, seqlen: int, seed: int, weights: Path, out: Path,
                  threads: int) -> None:
-    from dlbench.frameworks import prepare
     from dlbench.measure.correctness import save_reference
-    from dlbench.scenarios.inference import token_ids
+    from dlbench.scenarios.inference import prepare, token_ids
 
     spec = get_model(model)
     ids = token_ids(spec, batch, seqlen, seed)
     with devices.exclusive("cpu"):
-        backend = _backend(threads)
-        built = backend.build(spec, seed, FP32_EAGER, weights)
-        output = backend.to_numpy(prepare(backend, built, backend.inputs(ids), FP32_EAGER)())
+        ops = _ops(threads)
+        built = ops.build(spec, seed, FP32_EAGER, weights)
+        output = ops.to_numpy(prepare(ops, built, ops.inputs(ids), FP32_EAGER)())
     save_reference(out, output, ids, dict(spec.params))
 
 

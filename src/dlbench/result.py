@@ -1,4 +1,5 @@
-"""The result record of one cell: its schema version, validation and atomic writing."""
+"""The result record of one cell: its schema (the shared part and each scenario's),
+validation, reading (version 1 files too) and atomic writing."""
 
 import contextlib
 import hashlib
@@ -12,13 +13,13 @@ from pathlib import Path
 
 import jsonschema
 
-from dlbench import SCHEMA_DIR
+from dlbench import SCHEMA_DIR, scenarios
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SCHEMA_PATH = SCHEMA_DIR / "result.schema.json"
+# Results written before scenarios existed: validated as they are, then read as inference.
+V1_SCHEMA_PATH = SCHEMA_DIR / "result.v1.schema.json"
 STATUSES = ("ok", "oom", "unsupported", "error")
-_UMASK = os.umask(0)
-os.umask(_UMASK)
 
 
 class ResultError(ValueError):
@@ -54,7 +55,7 @@ def replacing(path: str | Path) -> Iterator[Path]:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
-    os.chmod(tmp, 0o666 & ~_UMASK)  # as a plain open() would: mkstemp makes it private
+    os.chmod(tmp, default_file_mode())  # as a plain open() would: mkstemp makes it private
     try:
         yield Path(tmp)
         os.replace(tmp, path)
@@ -63,14 +64,57 @@ def replacing(path: str | Path) -> Iterator[Path]:
         raise
 
 
+def default_file_mode() -> int:
+    """The mode a plain open() gives a new file: 0o666 less this process's umask, read from
+    /proc (setting the umask to read it would change it for every thread meanwhile)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    return 0o644
+
+
+def schema() -> dict:
+    """The result schema: the shared part, with each registered scenario's composed in
+    (its size axes in `params`, its sections where `params.scenario` names it)."""
+    composed = json.loads(SCHEMA_PATH.read_text())
+    params = composed["properties"]["params"]
+    registered = scenarios.scenarios()
+    params["properties"]["scenario"] = {"enum": list(registered)}
+    params["allOf"], composed["allOf"] = [], []
+    for name, scenario in registered.items():
+        part = scenario.result_schema()
+        when = {"properties": {"scenario": {"const": name}}}
+        params["allOf"].append({"if": when, "then": {
+            "properties": part["params"], "required": list(part["params"])}})
+        sections = {"properties": part["properties"]}
+        ok = part.get("ok_requires", [])
+        if ok:
+            sections["if"] = {"properties": {"status": {"const": "ok"}}}
+            sections["then"] = {"required": ok, "properties": {k: {"type": "object"} for k in ok}}
+        composed["allOf"].append({"if": {"properties": {"params": when}}, "then": sections})
+    return composed
+
+
 @cache
 def _validator() -> jsonschema.Draft202012Validator:
-    return jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text()))
+    return jsonschema.Draft202012Validator(schema())
+
+
+@cache
+def _v1_validator() -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(json.loads(V1_SCHEMA_PATH.read_text()))
 
 
 def validate(result: dict) -> None:
     """Raise ValueError describing the first problem of a result record."""
-    error = jsonschema.exceptions.best_match(_validator().iter_errors(result))
+    _first_problem(_validator(), result)
+
+
+def _first_problem(validator: jsonschema.Draft202012Validator, result: dict) -> None:
+    error = jsonschema.exceptions.best_match(validator.iter_errors(result))
     if error is not None:
         where = "/".join(map(str, error.absolute_path)) or "(top level)"
         raise ValueError(f"at {where}: {error.message}")
@@ -81,8 +125,15 @@ def read_json(path: str | Path) -> dict:
     return json.loads(Path(path).read_text())
 
 
+def upgrade_v1(result: dict) -> dict:
+    """A version 1 result as version 2: an inference cell (only inference existed then)."""
+    return {**result, "schema_version": SCHEMA_VERSION,
+            "params": {"scenario": "inference", **result["params"]}}
+
+
 def read(path: str | Path) -> dict:
-    """A validated result; ResultError naming the file and the problem otherwise."""
+    """A validated result (version 1 files are validated as written, then upgraded);
+    ResultError naming the file and the problem otherwise."""
     path = Path(path)
     try:
         result = json.loads(path.read_text())
@@ -93,13 +144,15 @@ def read(path: str | Path) -> dict:
     if not isinstance(result, dict):
         raise ResultError(f"{path}: not a result record (expected a JSON object)")
     version = result.get("schema_version")
-    if version != SCHEMA_VERSION:
+    validator, schema_file = {1: (_v1_validator, V1_SCHEMA_PATH),
+                              SCHEMA_VERSION: (_validator, SCHEMA_PATH)}.get(version, (None, None))
+    if validator is None:
         raise ResultError(
-            f"{path}: schema version {version!r}, this dlbench reads version {SCHEMA_VERSION}; "
-            "delete the file to re-measure the cell"
+            f"{path}: schema version {version!r}, this dlbench reads versions 1 and "
+            f"{SCHEMA_VERSION}; delete the file to re-measure the cell"
         )
     try:
-        validate(result)
+        _first_problem(validator(), result)
     except ValueError as exc:
-        raise ResultError(f"{path}: does not match {SCHEMA_PATH.name} {exc}") from None
-    return result
+        raise ResultError(f"{path}: does not match {schema_file.name} {exc}") from None
+    return upgrade_v1(result) if version == 1 else result

@@ -1,50 +1,35 @@
-"""Framework backends, one module each, behind one small interface (Backend).
+"""Framework backends: one package per framework (pytorch/, tensorflow/).
 
-Only this package imports a framework, and only the backend that a cell asks for, so a
-PyTorch cell never pays TensorFlow's import and `import dlbench` stays light.
+Each package's `__init__` is the backend that every scenario needs (the device, thread
+pools, synchronization, device timer and memory peaks, out-of-memory detection, versions);
+its modules named after scenarios hold that scenario's operations (inference.py: build a
+transformer, make its inputs, apply a recipe). Only these packages import a framework, and
+only the one a cell asks for, so a PyTorch cell never pays TensorFlow's import and
+`import dlbench` stays light.
 """
 
 import importlib
-from collections.abc import Callable
+import importlib.util
 from functools import cache
-from pathlib import Path
 from typing import Any, Protocol
-
-import numpy as np
 
 from dlbench.axes import FRAMEWORKS
 from dlbench.measure.timing import DeviceTimer
-from dlbench.models import ModelSpec
-from dlbench.optimizations import Optimization
-
-Step = Callable[[], Any]
-Recipe = Callable[[Any, dict, Optimization], Step]
 
 
 class Backend(Protocol):
-    """What a scenario needs from a framework; see pytorch.py and tensorflow.py."""
+    """What every scenario needs from a framework."""
 
     name: str
-    # Base recipe name → (model, inputs, optimization) → the step to time. Each recipe
-    # applies the optimization's precision itself (or `build` does, for TensorFlow).
-    recipes: dict[str, Recipe]
 
     def device_problem(self) -> str | None:
         """Why the requested device cannot be used, or None."""
 
-    def optimization_problem(self, optimization: Optimization) -> str | None:
-        """Why the device cannot run this optimization (e.g. no native bf16), or None."""
+    def precision_problem(self, precision: str) -> str | None:
+        """Why the device has no native arithmetic in `precision` (fp32: None)."""
 
     def thread_settings(self) -> dict[str, int]:
         """The intra-op and inter-op thread counts the framework really uses."""
-
-    def build(self, spec: ModelSpec, seed: int, optimization: Optimization,
-              weights: Path | None = None) -> Any:
-        """The model, on the device, ready for inference: the weights from a safetensors
-        file written by `dlbench.reference` if given, else random from the seed."""
-
-    def inputs(self, token_ids: np.ndarray) -> dict:
-        """Model inputs on the device from host token ids."""
 
     def synchronize(self) -> None:
         """Wait for queued device work, so that it falls inside a measurement."""
@@ -58,33 +43,31 @@ class Backend(Protocol):
     def device_memory(self) -> dict[str, float | str] | None:
         """The framework's device-memory peaks since the reset, in MiB (None on the CPU)."""
 
-    def to_numpy(self, output: Any) -> np.ndarray:
-        """A step's output as a float32 host array."""
-
-    def release(self) -> None:
-        """Free what the cell made outside the process (caches, temporary files)."""
-
     def is_out_of_memory(self, exc: BaseException) -> bool: ...
 
     def versions(self) -> dict[str, str]: ...
 
 
 def load_backend(framework: str, device: str, threads: int, interop_threads: int) -> Backend:
-    """Import the framework's backend module (and so the framework) and configure it."""
+    """Import the framework's backend (and so the framework) and configure it."""
     if framework not in FRAMEWORKS:
         raise ValueError(f"unknown framework {framework!r}; known: {', '.join(FRAMEWORKS)}")
     module = importlib.import_module(f"dlbench.frameworks.{framework}")
     return module.make_backend(device=device, threads=threads, interop_threads=interop_threads)
 
 
-def prepare(backend: Backend, model: Any, inputs: dict, optimization: Optimization) -> Step:
-    """The step of an optimization: its recipe in its precision (tracing happens here)."""
-    recipe = optimization.recipe
-    if recipe.perturb is None:
-        return backend.recipes[recipe.name](model, inputs, optimization)
-    step = backend.recipes["eager"](model, inputs, optimization)
-    factor = recipe.perturb
-    return lambda: step() * factor
+def import_ops(framework: str, scenario: str) -> None:
+    """Import a scenario's operations module of a framework, if it has one (with what it
+    imports, e.g. transformers): part of a process's imports, before any cell is built."""
+    name = f"dlbench.frameworks.{framework}.{scenario}"
+    if importlib.util.find_spec(name) is not None:
+        importlib.import_module(name)
+
+
+def load_ops(backend: Backend, scenario: str) -> Any:
+    """A scenario's operations in the backend's framework (dlbench.frameworks.<fw>.<scenario>)."""
+    module = importlib.import_module(f"dlbench.frameworks.{backend.name}.{scenario}")
+    return module.make_ops(backend)
 
 
 # CPU features that do arithmetic in a reduced precision natively (x86 flags, then ARM's).

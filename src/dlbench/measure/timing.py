@@ -53,6 +53,32 @@ def timed_loop(
     return host, device
 
 
+def steady_state(step: Callable[[], object], synchronize: Callable[[], None], settings: dict,
+                 clock: "PhaseClock", device_timer: DeviceTimer | None = None) -> dict:
+    """The timing section of a step: its first call on its own (compilation lands there,
+    never in the loop), the warm-up, then the timed loop (settings: warmup_iterations,
+    min_duration_s, min_iterations). Marks the first timed iteration on the clock."""
+    from dlbench.measure.stats import summarize
+
+    def call() -> None:
+        step()
+        synchronize()
+
+    cold_start_s = time_call(call)
+    for _ in range(settings["warmup_iterations"]):
+        call()
+    clock.mark("first_timed_iteration_s")
+    samples, device = timed_loop(step, synchronize, settings["min_duration_s"],
+                                 settings["min_iterations"], device_timer)
+    timing = {"cold_start_s": cold_start_s, "warmup_iterations": settings["warmup_iterations"],
+              "iterations": len(samples), "loop_s": sum(samples) / 1e3, "samples_ms": samples,
+              **summarize(samples)}
+    if device:  # on a GPU: the same iterations timed on the device, by its events
+        timing["device_time"] = {"method": device_timer.method, "samples_ms": device,
+                                 **summarize(device)}
+    return timing
+
+
 class PhaseClock:
     """Seconds since the process started, marked at the phases of a cell."""
 

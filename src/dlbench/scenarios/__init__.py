@@ -1,1 +1,210 @@
-"""Scenarios: the protocol that drives a framework backend through one cell."""
+"""Scenarios: what a cell measures (a transformer's forward pass, a training run, …).
+
+A scenario is one module that declares everything the rest of dlbench asks of it: its
+size axes and how they read in a cell id, which models and optimizations apply (and why
+not, where not), its config section and its part of the result schema, the files its
+cells read, how one cell is measured, how repeats of a cell combine, the summary sections
+it adds; its report section is `workflow/notebooks/sections/<name>.py` (a scenario without
+one gets the generic section). The runner, the supervisor and the workflow's rules know
+no scenario by name.
+
+Scenarios register themselves here. Besides the built-in ones, the Python files named in
+the environment variable DLBENCH_PLUGINS (separated by ':') are loaded and may register
+more: a way to try a new scenario without changing dlbench.
+"""
+
+import importlib
+import importlib.util
+import itertools
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from dlbench.measure.flags import flags
+from dlbench.measure.stats import between_processes, summarize
+
+if TYPE_CHECKING:
+    from dlbench.matrix import Cell
+
+PLUGINS_VARIABLE = "DLBENCH_PLUGINS"
+BUILT_IN = ("inference",)
+
+
+@dataclass(frozen=True)
+class Axis:
+    """A size axis of a scenario: one value per cell, a list of values in the config."""
+
+    name: str  # the cell parameter, summary column and `dlbench run --<name>` option
+    config_key: str  # the list of its values in the scenario's config section
+    id_prefix: str  # how a value reads in a cell id: "b" → b8
+    description: str
+    type: type = int
+
+    def schema(self) -> dict:
+        if self.type is int:
+            return {"type": "integer", "minimum": 1}
+        return {"type": "string", "pattern": "^[a-z0-9-]+$"}
+
+
+class Scenario:
+    """The base of every scenario: sensible defaults, so that a new scenario declares its
+    names and axes and implements `measure`."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    axes: ClassVar[tuple[Axis, ...]] = ()
+    # May one process measure a group of cells (those differing only in their sizes)?
+    # Where start-up dominates, as for short inference cells (measurement.process).
+    groupable: ClassVar[bool] = False
+    # Result sections of this scenario that become summary columns: section → column prefix.
+    summary_sections: ClassVar[dict[str, str]] = {}
+
+    def models(self) -> list[str]:
+        """The model names a config may give this scenario."""
+        raise NotImplementedError
+
+    def optimizations(self) -> list[str]:
+        """The optimization names a config may give this scenario."""
+        raise NotImplementedError
+
+    # -- the matrix ------------------------------------------------------------------------
+
+    def config_schema(self) -> dict:
+        """The JSON schema of this scenario's config section."""
+        properties = {
+            "models": _names("model names (`dlbench list`)", self.models()),
+            "optimizations": _names("optimization names (`dlbench list`)",
+                                    self.optimizations()),
+        }
+        for axis in self.axes:
+            properties[axis.config_key] = {"description": axis.description, "type": "array",
+                                           "minItems": 1, "uniqueItems": True,
+                                           "items": axis.schema()}
+        return {"description": self.description, "type": "object",
+                "additionalProperties": False, "required": list(properties),
+                "properties": properties}
+
+    def cells(self, section: dict, frameworks: list[str], devices: list[str]) -> list["Cell"]:
+        """Every combination of the section's axes, in config order."""
+        from dlbench.matrix import Cell
+
+        names = [axis.name for axis in self.axes]
+        return [
+            Cell(self.name, framework, model, device, optimization,
+                 tuple(zip(names, sizes, strict=True)))
+            for framework, model, device, *sizes, optimization in itertools.product(
+                frameworks, section["models"], devices,
+                *(section[axis.config_key] for axis in self.axes), section["optimizations"])
+        ]
+
+    def id_head(self, cell: "Cell") -> str:
+        """The part of a cell id before its sizes (cells of one group share it)."""
+        return f"{self.name}_{cell.framework}_{cell.model}_{cell.device}"
+
+    def id_tail(self, cell: "Cell") -> str:
+        """The part of a cell id after its sizes (cells of one group share it)."""
+        return cell.optimization
+
+    def unsupported_reason(self, cell: "Cell") -> str | None:
+        """Why this cell cannot apply, known without running it (None if it can)."""
+        return None
+
+    # -- the files a cell reads (built once by the workflow's rules) ------------------------
+
+    def inputs(self, cell: "Cell") -> dict[str, str]:
+        """The shared files the cell reads, by name (rules of the workflow make them)."""
+        return {}
+
+    def input_args(self, cells: list["Cell"], inputs: dict[str, Any], group: bool) -> list[str]:
+        """`dlbench run` options naming the inputs of one job's cells (a group's, or one)."""
+        return []
+
+    def add_input_options(self, parser) -> None:
+        """Add this scenario's input options to `dlbench run`."""
+
+    def task_inputs(self, args, cell: "Cell") -> dict[str, str | None]:
+        """The inputs of one cell from `dlbench run`'s options (recorded in its settings)."""
+        return {}
+
+    # -- measuring, in the measuring process ----------------------------------------------
+
+    def measure(self, backend, cell: "Cell", settings: dict, clock, inputs: dict) -> dict:
+        """The cell's result sections (timing, throughput, …), or its status and reason
+        where only the device can tell that it cannot run."""
+        raise NotImplementedError
+
+    def combine(self, records: list[dict]) -> dict:
+        """One record from a cell's repeats (fresh processes): the samples pooled, and the
+        spread between the processes."""
+        final = records[0]
+        if len(records) == 1 or final["status"] != "ok":
+            return final
+        timing = final["timing"]
+        repeats = [{key: r["timing"][key] for key in
+                    ("median_ms", "iqr_ms", "iterations", "cold_start_s")} for r in records]
+        samples = [x for r in records for x in r["timing"]["samples_ms"]]
+        if "device_time" in timing:
+            device = [x for r in records for x in r["timing"]["device_time"]["samples_ms"]]
+            timing["device_time"].update(summarize(device), samples_ms=device)
+        timing.update(summarize(samples), samples_ms=samples, iterations=len(samples),
+                      loop_s=sum(r["timing"]["loop_s"] for r in records), repeats=repeats,
+                      between_processes=between_processes([r["median_ms"] for r in repeats]))
+        memory = final["memory"]
+        memory["peak_host_rss_mb"] = max(r["memory"]["peak_host_rss_mb"] for r in records)
+        memory["sampled_peak_rss_mb"] = max(
+            (r["memory"].get("sampled_peak_rss_mb") or 0) for r in records) or None
+        final["flags"] = flags(timing["relative_iqr"], [r.get("utilization") for r in records])
+        return final
+
+    # -- results ---------------------------------------------------------------------------
+
+    def result_schema(self) -> dict:
+        """This scenario's part of the result schema: `params` (its axes) and, under
+        `properties`, the sections it writes (applied to its records only)."""
+        return {"params": {axis.name: axis.schema() for axis in self.axes}, "properties": {}}
+
+
+def _names(description: str, names: list[str]) -> dict:
+    return {"description": description, "type": "array", "minItems": 1, "uniqueItems": True,
+            "items": {"type": "string", "enum": list(names)}}
+
+
+_REGISTRY: dict[str, Scenario] = {}
+_loaded = False
+
+
+def register(scenario: Scenario) -> Scenario:
+    """Add a scenario to the registry (a plugin calls this when it is loaded)."""
+    if not scenario.name.isidentifier() or not scenario.name.islower():
+        raise ValueError(f"scenario name {scenario.name!r}: lower-case letters, digits and _")
+    _REGISTRY[scenario.name] = scenario
+    return scenario
+
+
+def _load() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    for name in BUILT_IN:
+        importlib.import_module(f"dlbench.scenarios.{name}")
+    for path in filter(None, os.environ.get(PLUGINS_VARIABLE, "").split(os.pathsep)):
+        spec = importlib.util.spec_from_file_location(f"dlbench_plugin_{Path(path).stem}", path)
+        if spec is None or not Path(path).is_file():
+            raise FileNotFoundError(f"{PLUGINS_VARIABLE}: no Python file at {path}")
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))
+
+
+def scenarios() -> dict[str, Scenario]:
+    """Every registered scenario by name."""
+    _load()
+    return dict(_REGISTRY)
+
+
+def get(name: str) -> Scenario:
+    _load()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown scenario {name!r}; known: {', '.join(_REGISTRY)}") from None

@@ -1,112 +1,245 @@
-"""Inference: build the model, apply the optimization, time the first call apart, warm up,
-then the timed loop; finally check the output against the reference."""
+"""Inference: a transformer's forward pass without gradients.
+
+Cells: framework × model × device × batch × sequence length × optimization. A cell builds
+the model (the shared seeded weights), applies the optimization, times the first call on
+its own, warms up, runs the timed loop, and checks one more call's output against the
+reference output (PyTorch eager, fp32, CPU, the same weights and token ids).
+"""
 
 import time
-from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
+from dlbench import reference
+from dlbench.axes import FRAMEWORK_LABELS
+from dlbench.models import MODELS, ModelSpec, get_model
+from dlbench.optimizations import OPTIMIZATIONS, Optimization
+from dlbench.scenarios import Axis, Scenario, register
 
-from dlbench.frameworks import Backend, prepare
-from dlbench.matrix import Cell
-from dlbench.measure.correctness import compare, load_reference
-from dlbench.measure.stats import summarize
-from dlbench.measure.timing import PhaseClock, time_call, timed_loop
-from dlbench.models import ModelSpec, get_model
-from dlbench.optimizations import OPTIMIZATIONS
+if TYPE_CHECKING:
+    import numpy as np
 
+    from dlbench.matrix import Cell
 
-@dataclass(frozen=True)
-class Settings:
-    warmup_iterations: int
-    min_duration_s: float
-    min_iterations: int
-    seed: int = 0
-    # The shared weights (dlbench.reference), and the reference output of this model,
-    # batch and length; without them the weights are random from the seed and the
-    # output is not checked.
-    weights: Path | None = None
-    reference: Path | None = None
-
-
+# The transformers line whose model classes the registry names.
+TRANSFORMERS_LINE = "4.57"
 # Ids below this are special in the registry's vocabularies (padding, unknown, separators,
 # masks): ordinary text has none, and some models treat them apart (XLM masks its padding
 # id out, RoBERTa skips it when numbering positions).
 FIRST_ORDINARY_TOKEN = 16
 
 
-def token_ids(spec: ModelSpec, batch: int, seqlen: int, seed: int) -> np.ndarray:
+def token_ids(spec: ModelSpec, batch: int, seqlen: int, seed: int) -> "np.ndarray":
     """The same random, ordinary (non-special) token ids for every framework."""
+    import numpy as np
+
     rng = np.random.default_rng(seed)
     return rng.integers(FIRST_ORDINARY_TOKEN, spec.vocab_size, size=(batch, seqlen),
                         dtype=np.int64)
 
 
-def measure(backend: Backend, cell: Cell, settings: Settings, clock: PhaseClock) -> dict:
-    """The cell's measurements, or its status and reason where the device cannot run it."""
-    spec = get_model(cell.model)
-    optimization = OPTIMIZATIONS[cell.optimization]
-    problem = backend.optimization_problem(optimization)
-    if problem:
-        return {"status": "unsupported", "reason": problem}
-    if settings.reference is not None and settings.weights is None and backend.name != "pytorch":
-        raise ValueError("a reference output needs the shared weights (--weights) as well")
-    ids = token_ids(spec, cell.batch, cell.seqlen, settings.seed)
-    reference = None
-    if settings.reference is not None:  # a stale reference fails now, not after timing
-        reference = load_reference(settings.reference, ids, dict(spec.params))
-    backend.reset_device_memory()  # peaks of this cell only (in a group, too)
-    try:
-        model = backend.build(spec, settings.seed, optimization, settings.weights)
-        inputs = backend.inputs(ids)
-        start = time.perf_counter()
-        step = prepare(backend, model, inputs, optimization)  # tracing, conversion
-        prepare_s = time.perf_counter() - start
+def prepare(ops, model, inputs: dict, optimization: Optimization):
+    """The step of an optimization: its recipe in its precision (tracing happens here)."""
+    recipe = optimization.recipe
+    if recipe.perturb is None:
+        return ops.recipes[recipe.name](model, inputs, optimization)
+    step = ops.recipes["eager"](model, inputs, optimization)
+    factor = recipe.perturb
+    return lambda: step() * factor
 
-        def call() -> None:
-            step()
-            backend.synchronize()
 
-        clock.mark("model_ready_s")
-        cold_start_s = time_call(call)  # compilation lands here, never in the loop
-        for _ in range(settings.warmup_iterations):
-            call()
-        clock.mark("first_timed_iteration_s")
-        timer = backend.device_timer()
-        samples, device_samples = timed_loop(step, backend.synchronize, settings.min_duration_s,
-                                             settings.min_iterations, timer)
-        device_memory = backend.device_memory()
-        correctness = None
-        if reference is not None:  # one more call, in the steady state
-            output = backend.to_numpy(step())
-            correctness = compare(output, reference, settings.reference, optimization.precision)
-    finally:
-        backend.release()
-    stats = summarize(samples)
-    median_s = stats["median_ms"] / 1e3
-    measured = {
-        "optimization": {**optimization.describe(), "description": optimization.description},
-        "timing": {
-            "prepare_s": prepare_s,
-            "cold_start_s": cold_start_s,
-            # Time spent making the step fast, beyond one steady-state call.
-            "compile_s": max(0.0, prepare_s + cold_start_s - median_s),
-            "warmup_iterations": settings.warmup_iterations,
-            "iterations": len(samples),
-            "loop_s": sum(samples) / 1e3,
-            "samples_ms": samples,
-            **stats,
-        },
-        "throughput": {
-            "samples_per_s": cell.batch / median_s,
-            "tokens_per_s": cell.batch * cell.seqlen / median_s,
-        },
-        "correctness": correctness,
-        # On a GPU: the framework's own peaks since the reset (NVML's view is sampled by the
-        # supervisor).
-        "memory": device_memory or {},
-    }
-    if device_samples:  # on a GPU: the same iterations timed on the device, by its events
-        measured["timing"]["device_time"] = {
-            "method": timer.method, "samples_ms": device_samples, **summarize(device_samples)}
-    return measured
+class Inference(Scenario):
+    name = "inference"
+    description = "a transformer's forward pass without gradients (the 2019 benchmark)"
+    axes = (
+        Axis("batch", "batch_sizes", "b", "batch sizes (samples per call)"),
+        Axis("seqlen", "sequence_lengths", "s", "sequence lengths in tokens"),
+    )
+    groupable = True
+    summary_sections = {"throughput": "", "correctness": "correctness_"}
+
+    def models(self) -> list[str]:
+        return list(MODELS)
+
+    def optimizations(self) -> list[str]:
+        return list(OPTIMIZATIONS)
+
+    def id_head(self, cell: "Cell") -> str:
+        # No scenario prefix: inference ids are those of v1, so finished results are reused.
+        return f"{cell.framework}_{cell.model}_{cell.device}"
+
+    def unsupported_reason(self, cell: "Cell") -> str | None:
+        optimization = OPTIMIZATIONS[cell.optimization]
+        reason = optimization.unsupported_reason(cell.framework, cell.device)
+        if reason:
+            return reason
+        spec = get_model(cell.model)
+        if spec.classes.class_name(cell.framework) is None:
+            return (
+                f"transformers {TRANSFORMERS_LINE} has no {FRAMEWORK_LABELS[cell.framework]} "
+                f"class for {cell.model} ({spec.family})"
+            )
+        no_mixed = spec.classes.tensorflow_no_mixed_precision
+        if cell.framework == "tensorflow" and optimization.precision.name != "fp32" and no_mixed:
+            return f"optimization '{cell.optimization}' on {cell.model}: {no_mixed}"
+        seqlen = cell.size("seqlen")
+        if spec.max_positions is not None and seqlen > spec.max_positions:
+            return (
+                f"sequence length {seqlen} exceeds {cell.model}'s maximum of "
+                f"{spec.max_positions} positions"
+            )
+        return None
+
+    # -- the shared weights and reference outputs (dlbench.reference) ----------------------
+
+    def inputs(self, cell: "Cell") -> dict[str, str]:
+        return {"weights": reference.weights_path(cell.model),
+                "reference": reference.output_path(cell.model, cell.size("batch"),
+                                                   cell.size("seqlen"))}
+
+    def input_args(self, cells: list["Cell"], inputs: dict, group: bool) -> list[str]:
+        """The reference output of one cell, or the folder of a group's."""
+        if "weights" not in inputs.keys():
+            return []
+        weights = inputs["weights"][0]
+        if not group:
+            return [f"--weights={weights}", f"--reference={inputs['reference'][0]}"]
+        return [f"--weights={weights}", f"--reference-dir={Path(weights).parent}"]
+
+    def add_input_options(self, parser) -> None:
+        parser.add_argument("--weights", type=Path,
+                            help="inference: shared weights (model.safetensors from "
+                            "dlbench.reference); default: random from the seed")
+        references = parser.add_mutually_exclusive_group()
+        references.add_argument("--reference", type=Path,
+                                help="inference: reference output (.npz from dlbench.reference) "
+                                "of one cell")
+        references.add_argument("--reference-dir", type=Path,
+                                help="inference: the folder of the model's reference outputs "
+                                "(b<B>_s<S>.npz)")
+
+    def task_inputs(self, args, cell: "Cell") -> dict[str, str | None]:
+        output = args.reference
+        if args.reference_dir:
+            output = args.reference_dir / reference.output_name(cell.size("batch"),
+                                                                cell.size("seqlen"))
+        return {"weights": args.weights and str(args.weights), "reference": output and str(output)}
+
+    # -- measuring ---------------------------------------------------------------------------
+
+    def measure(self, backend, cell: "Cell", settings: dict, clock, inputs: dict) -> dict:
+        from dlbench.frameworks import load_ops
+        from dlbench.measure.correctness import compare, load_reference
+        from dlbench.measure.timing import steady_state
+
+        spec = get_model(cell.model)
+        optimization = OPTIMIZATIONS[cell.optimization]
+        problem = backend.precision_problem(optimization.precision.name)
+        if problem:
+            return {"status": "unsupported", "reason": problem}
+        weights, reference_file = inputs.get("weights"), inputs.get("reference")
+        if reference_file is not None and weights is None and backend.name != "pytorch":
+            raise ValueError("a reference output needs the shared weights (--weights) as well")
+        batch, seqlen = cell.size("batch"), cell.size("seqlen")
+        ids = token_ids(spec, batch, seqlen, settings["seed"])
+        expected = None
+        if reference_file is not None:  # a stale reference fails now, not after timing
+            expected = load_reference(reference_file, ids, dict(spec.params))
+        ops = load_ops(backend, self.name)
+        backend.reset_device_memory()  # peaks of this cell only (in a group, too)
+        try:
+            model = ops.build(spec, settings["seed"], optimization, weights)
+            model_inputs = ops.inputs(ids)
+            start = time.perf_counter()
+            step = prepare(ops, model, model_inputs, optimization)  # tracing, conversion
+            prepare_s = time.perf_counter() - start
+            clock.mark("model_ready_s")
+            timing = steady_state(step, backend.synchronize, settings, clock,
+                                  backend.device_timer())
+            device_memory = backend.device_memory()
+            correctness = None
+            if expected is not None:  # one more call, in the steady state
+                output = ops.to_numpy(step())
+                correctness = compare(output, expected, reference_file, optimization.precision)
+        finally:
+            ops.release()
+        # Time spent making the step fast, beyond one steady-state call.
+        compile_s = max(0.0, prepare_s + timing["cold_start_s"] - timing["median_ms"] / 1e3)
+        return {
+            "optimization": {**optimization.describe(), "description": optimization.description},
+            "timing": {"prepare_s": prepare_s, "compile_s": compile_s, **timing},
+            "throughput": throughput(cell, timing["median_ms"]),
+            "correctness": correctness,
+            # On a GPU: the framework's own peaks since the reset (NVML's view is sampled by
+            # the supervisor).
+            "memory": device_memory or {},
+            "details": ops.versions(),
+        }
+
+    def combine(self, records: list[dict]) -> dict:
+        final = super().combine(records)
+        if len(records) > 1 and final["status"] == "ok":
+            cell = _cell(final["params"])
+            final["throughput"] = throughput(cell, final["timing"]["median_ms"])
+        return final
+
+    # -- its part of the result schema -------------------------------------------------------
+
+    def result_schema(self) -> dict:
+        schema = super().result_schema()
+        schema["properties"] = {
+            "throughput": {
+                "type": ["object", "null"],
+                "required": ["samples_per_s", "tokens_per_s"],
+                "properties": {
+                    "samples_per_s": {"type": "number", "exclusiveMinimum": 0},
+                    "tokens_per_s": {"type": "number", "exclusiveMinimum": 0},
+                },
+            },
+            "correctness": {
+                "type": ["object", "null"],
+                "description": "the output against the reference (PyTorch eager fp32 on the "
+                               "CPU); null where no reference was given",
+                "required": ["reference", "precision", "finite", "max_abs_error",
+                             "max_rel_error", "tolerance", "within_tolerance"],
+                "properties": {
+                    "reference": {"type": "string"},
+                    "reference_file": {"type": "string"},
+                    "precision": {"enum": ["fp32", "bf16", "fp16"]},
+                    "finite": {"type": "boolean"},
+                    "max_abs_error": {"type": ["number", "null"], "minimum": 0},
+                    "max_rel_error": {"type": ["number", "null"], "minimum": 0,
+                                      "description": "max |output - reference| / "
+                                                     "max |reference|"},
+                    "reference_max_abs": {"type": "number", "minimum": 0},
+                    "tolerance": {"type": "number", "exclusiveMinimum": 0},
+                    "within_tolerance": {"type": "boolean"},
+                },
+            },
+        }
+        schema["ok_requires"] = ["throughput"]
+        return schema
+
+
+def throughput(cell: "Cell", median_ms: float) -> dict:
+    batch, seqlen = cell.size("batch"), cell.size("seqlen")
+    median_s = median_ms / 1e3
+    return {"samples_per_s": batch / median_s, "tokens_per_s": batch * seqlen / median_s}
+
+
+def _cell(params: dict) -> "Cell":
+    from dlbench.matrix import Cell
+
+    return Cell.from_params(params)
+
+
+def cell(framework: str, model: str, device: str, batch: int, seqlen: int,
+         optimization: str) -> "Cell":
+    """An inference cell, named as in v1 (tests, scripts and the bench use this)."""
+    from dlbench.matrix import Cell
+
+    return Cell("inference", framework, model, device, optimization,
+                (("batch", batch), ("seqlen", seqlen)))
+
+
+register(Inference())

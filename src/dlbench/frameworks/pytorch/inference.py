@@ -1,4 +1,4 @@
-"""PyTorch backend: transformers' PyTorch classes; eager, TorchScript (trace),
+"""PyTorch inference: transformers' PyTorch classes; eager, TorchScript (trace) and
 torch.compile in any mode, each in fp32 or under bf16/fp16 autocast."""
 
 import contextlib
@@ -7,29 +7,23 @@ import shutil
 import tempfile
 from pathlib import Path
 
-# transformers 4.x imports TensorFlow too when it finds it: seconds and ~500 MB per cell.
-os.environ.setdefault("USE_TF", "0")
-os.environ.setdefault("HF_HUB_OFFLINE", "1")  # weights come from a local file or the seed
+import numpy as np
+import torch
+import transformers
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-import transformers  # noqa: E402
-
-from dlbench.frameworks import Step, cpu_precision_problem, gpu_precision_problem  # noqa: E402
-from dlbench.models import ModelSpec  # noqa: E402
-from dlbench.optimizations import Optimization  # noqa: E402
+from dlbench.frameworks.pytorch import PyTorchBackend
+from dlbench.models import ModelSpec
+from dlbench.optimizations import Optimization
 
 _AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
-class PyTorchBackend:
-    name = "pytorch"
-
-    def __init__(self, device: str, threads: int, interop_threads: int):
-        torch.set_num_threads(threads)
-        torch.set_num_interop_threads(interop_threads)
-        self.device = torch.device("cuda" if device == "gpu" else "cpu")
+class PyTorchInference:
+    def __init__(self, backend: PyTorchBackend):
+        self.backend = backend
+        self.device = backend.device
         self._temporary: list[str] = []
+        self._saved_env: dict[str, str | None] = {}
         self.recipes = {
             "eager": self._eager,
             "torchscript": self._torchscript,
@@ -38,29 +32,12 @@ class PyTorchBackend:
             "compile-reduce-overhead": self._compile,
         }
 
-    # -- the device --------------------------------------------------------------------
-
-    def device_problem(self) -> str | None:
-        if self.device.type == "cuda" and not torch.cuda.is_available():
-            return "PyTorch sees no CUDA device"
-        return None
-
-    def optimization_problem(self, optimization: Optimization) -> str | None:
-        precision = optimization.precision.name
-        if precision == "fp32":
-            return None
-        if self.device.type == "cpu":
-            return cpu_precision_problem(precision)
-        return gpu_precision_problem(precision, torch.cuda.get_device_name(self.device),
-                                     torch.cuda.get_device_capability(self.device))
-
-    def thread_settings(self) -> dict[str, int]:
-        return {"intra_op": torch.get_num_threads(), "inter_op": torch.get_num_interop_threads()}
-
     # -- model and inputs ----------------------------------------------------------------
 
     def build(self, spec: ModelSpec, seed: int, optimization: Optimization,
               weights: Path | None = None) -> torch.nn.Module:
+        """The model on the device, ready for inference: the weights from a safetensors file
+        written by `dlbench.reference` if given, else random from the seed."""
         config = getattr(transformers, spec.classes.config_class)(**spec.params)
         model_class = getattr(transformers, spec.classes.pytorch_class)
         if weights is None:
@@ -84,38 +61,20 @@ class PyTorchBackend:
             model.save_pretrained(tmp, safe_serialization=True, max_shard_size="1000GB")
             os.replace(Path(tmp) / "config.json", path.with_name("config.json"))
             weights = Path(tmp) / "model.safetensors"
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(weights, 0o666 & ~umask)  # as open() would (safetensors makes it 0600)
+            from dlbench.result import default_file_mode
+
+            os.chmod(weights, default_file_mode())  # safetensors makes it private (0600)
             os.replace(weights, path)
 
     def inputs(self, token_ids: np.ndarray) -> dict:
         ids = torch.from_numpy(token_ids).to(self.device)
         return {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
 
-    def synchronize(self) -> None:
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
-
-    def device_timer(self) -> "_CudaEvents | None":
-        return _CudaEvents() if self.device.type == "cuda" else None
-
-    def reset_device_memory(self) -> None:
-        if self.device.type == "cuda":
-            torch.cuda.empty_cache()  # what an earlier cell of the process left cached
-            torch.cuda.reset_peak_memory_stats(self.device)
-
-    def device_memory(self) -> dict[str, float] | None:
-        if self.device.type != "cuda":
-            return None
-        return {
-            "device_allocated_peak_mb": torch.cuda.max_memory_allocated(self.device) / 2**20,
-            "device_reserved_peak_mb": torch.cuda.max_memory_reserved(self.device) / 2**20,
-            "device_method": "torch.cuda.max_memory_allocated / max_memory_reserved",
-        }
-
     def to_numpy(self, output: torch.Tensor) -> np.ndarray:
         return output.detach().float().cpu().numpy()
+
+    def versions(self) -> dict[str, str]:
+        return {"transformers": transformers.__version__}
 
     # -- recipes: each returns the step to time ------------------------------------------
 
@@ -135,17 +94,17 @@ class PyTorchBackend:
         return context
 
     @staticmethod
-    def _step(forward, context) -> Step:
+    def _step(forward, context):
         def step():
             with context():
                 return forward()
 
         return step
 
-    def _eager(self, model, inputs: dict, optimization: Optimization) -> Step:
+    def _eager(self, model, inputs: dict, optimization: Optimization):
         return self._step(lambda: model(**inputs).last_hidden_state, self._context(optimization))
 
-    def _torchscript(self, model, inputs: dict, optimization: Optimization) -> Step:
+    def _torchscript(self, model, inputs: dict, optimization: Optimization):
         context = self._context(optimization)
         # The attention mask is all ones (and the ids ordinary tokens, none of them
         # padding), which eager transformers code skips at run time but a trace would bake
@@ -158,54 +117,37 @@ class PyTorchBackend:
                                      example_kwarg_inputs={"input_ids": ids})
         return self._step(lambda: traced(input_ids=ids), context)
 
-    def _compile(self, model, inputs: dict, optimization: Optimization) -> Step:
+    def _compile(self, model, inputs: dict, optimization: Optimization):
         # A fresh Inductor cache per cell: the first call pays a cold compilation, the
         # same in every run, instead of whatever an earlier cell left behind.
         cache_dir = tempfile.mkdtemp(prefix="dlbench-inductor-")
         self._temporary.append(cache_dir)
-        os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache_dir
-        os.environ["TRITON_CACHE_DIR"] = os.path.join(cache_dir, "triton")
+        self._set_env("TORCHINDUCTOR_CACHE_DIR", cache_dir)
+        self._set_env("TRITON_CACHE_DIR", os.path.join(cache_dir, "triton"))
         compiled = torch.compile(model, mode=optimization.recipe.compile_mode)
         return self._step(lambda: compiled(**inputs).last_hidden_state,
                           self._context(optimization))
 
-    # -- the rest ------------------------------------------------------------------------
+    def _set_env(self, name: str, value: str) -> None:
+        self._saved_env.setdefault(name, os.environ.get(name))
+        os.environ[name] = value
+
+    # -- the end of a cell ---------------------------------------------------------------
 
     def release(self) -> None:
-        # The next cell of a group compiles afresh: no cached graphs, and no switch to
-        # dynamic shapes because an earlier cell compiled another shape.
+        """Leave the process as the cell found it: the next cell of a group compiles
+        afresh (no cached graphs, no switch to dynamic shapes because an earlier cell
+        compiled another shape), with the environment it started with."""
         torch.compiler.reset()
         for path in self._temporary:
             shutil.rmtree(path, ignore_errors=True)
         self._temporary.clear()
-
-    def is_out_of_memory(self, exc: BaseException) -> bool:
-        if isinstance(exc, MemoryError | torch.cuda.OutOfMemoryError):
-            return True
-        # The CPU allocator's failure is a plain RuntimeError.
-        return isinstance(exc, RuntimeError) and "can't allocate memory" in str(exc)
-
-    def versions(self) -> dict[str, str]:
-        return {"torch": torch.__version__, "transformers": transformers.__version__}
-
-
-class _CudaEvents:
-    """CUDA events recorded on the current stream, where the steps run."""
-
-    method = "CUDA events (torch.cuda.Event) on the current stream"
-
-    def __init__(self):
-        self._start = torch.cuda.Event(enable_timing=True)
-        self._end = torch.cuda.Event(enable_timing=True)
-
-    def start(self) -> None:
-        self._start.record()
-
-    def stop(self) -> None:
-        self._end.record()
-
-    def elapsed_ms(self) -> float:
-        return self._start.elapsed_time(self._end)
+        for name, value in self._saved_env.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        self._saved_env.clear()
 
 
 class _LastHiddenState(torch.nn.Module):
@@ -226,5 +168,5 @@ def _check_loading(info: dict, weights: Path) -> None:
         raise ValueError(f"{weights} does not fit the model: {info}")
 
 
-def make_backend(device: str, threads: int, interop_threads: int) -> PyTorchBackend:
-    return PyTorchBackend(device, threads, interop_threads)
+def make_ops(backend: PyTorchBackend) -> PyTorchInference:
+    return PyTorchInference(backend)

@@ -1,0 +1,91 @@
+"""PyTorch backend: what every scenario needs (device, threads, synchronization, CUDA-event
+timing, memory peaks, out-of-memory detection, versions). Scenario operations are in the
+modules beside this one."""
+
+import os
+
+# transformers 4.x imports TensorFlow too when it finds it: seconds and ~500 MB per cell.
+os.environ.setdefault("USE_TF", "0")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # weights come from a local file or the seed
+
+import torch  # noqa: E402
+
+from dlbench.frameworks import cpu_precision_problem, gpu_precision_problem  # noqa: E402
+
+
+class PyTorchBackend:
+    name = "pytorch"
+
+    def __init__(self, device: str, threads: int, interop_threads: int):
+        torch.set_num_threads(threads)
+        torch.set_num_interop_threads(interop_threads)
+        self.device = torch.device("cuda" if device == "gpu" else "cpu")
+
+    def device_problem(self) -> str | None:
+        if self.device.type == "cuda" and not torch.cuda.is_available():
+            return "PyTorch sees no CUDA device"
+        return None
+
+    def precision_problem(self, precision: str) -> str | None:
+        if precision == "fp32":
+            return None
+        if self.device.type == "cpu":
+            return cpu_precision_problem(precision)
+        return gpu_precision_problem(precision, torch.cuda.get_device_name(self.device),
+                                     torch.cuda.get_device_capability(self.device))
+
+    def thread_settings(self) -> dict[str, int]:
+        return {"intra_op": torch.get_num_threads(), "inter_op": torch.get_num_interop_threads()}
+
+    def synchronize(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    def device_timer(self) -> "_CudaEvents | None":
+        return _CudaEvents() if self.device.type == "cuda" else None
+
+    def reset_device_memory(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()  # what an earlier cell of the process left cached
+            torch.cuda.reset_peak_memory_stats(self.device)
+
+    def device_memory(self) -> dict[str, float] | None:
+        if self.device.type != "cuda":
+            return None
+        return {
+            "device_allocated_peak_mb": torch.cuda.max_memory_allocated(self.device) / 2**20,
+            "device_reserved_peak_mb": torch.cuda.max_memory_reserved(self.device) / 2**20,
+            "device_method": "torch.cuda.max_memory_allocated / max_memory_reserved",
+        }
+
+    def is_out_of_memory(self, exc: BaseException) -> bool:
+        if isinstance(exc, MemoryError | torch.cuda.OutOfMemoryError):
+            return True
+        # The CPU allocator's failure is a plain RuntimeError.
+        return isinstance(exc, RuntimeError) and "can't allocate memory" in str(exc)
+
+    def versions(self) -> dict[str, str]:
+        return {"torch": torch.__version__}
+
+
+class _CudaEvents:
+    """CUDA events recorded on the current stream, where the steps run."""
+
+    method = "CUDA events (torch.cuda.Event) on the current stream"
+
+    def __init__(self):
+        self._start = torch.cuda.Event(enable_timing=True)
+        self._end = torch.cuda.Event(enable_timing=True)
+
+    def start(self) -> None:
+        self._start.record()
+
+    def stop(self) -> None:
+        self._end.record()
+
+    def elapsed_ms(self) -> float:
+        return self._start.elapsed_time(self._end)
+
+
+def make_backend(device: str, threads: int, interop_threads: int) -> PyTorchBackend:
+    return PyTorchBackend(device, threads, interop_threads)

@@ -1,0 +1,104 @@
+"""TensorFlow inference: transformers' TensorFlow classes (tf-keras); eager, tf.function and
+XLA, each in fp32 or under a bf16/fp16 mixed-precision policy."""
+
+from pathlib import Path
+
+import numpy as np
+import tensorflow as tf
+import transformers
+
+from dlbench.frameworks.tensorflow import TensorFlowBackend
+from dlbench.models import ModelSpec
+from dlbench.optimizations import Optimization
+
+_POLICIES = {"bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
+
+
+def _forward(model, inputs: dict):
+    return model(**inputs, training=False).last_hidden_state
+
+
+def _eager(model, inputs: dict, optimization: Optimization):
+    return lambda: _forward(model, inputs)
+
+
+def _function(model, inputs: dict, jit_compile: bool):
+    # The inputs are arguments, not captured constants that a compiler could fold.
+    @tf.function(jit_compile=jit_compile)
+    def forward(input_ids, attention_mask):
+        return _forward(model, {"input_ids": input_ids, "attention_mask": attention_mask})
+
+    return lambda: forward(**inputs)
+
+
+def _graph(model, inputs: dict, optimization: Optimization):
+    return _function(model, inputs, jit_compile=False)
+
+
+def _xla(model, inputs: dict, optimization: Optimization):
+    return _function(model, inputs, jit_compile=True)
+
+
+class TensorFlowInference:
+    recipes = {"eager": _eager, "graph": _graph, "xla": _xla}
+
+    def __init__(self, backend: TensorFlowBackend):
+        self.backend = backend
+
+    def build(self, spec: ModelSpec, seed: int, optimization: Optimization,
+              weights: Path | None = None):
+        """The model on the device: the weights of a safetensors file written by
+        `dlbench.reference` (PyTorch's, read without torch) if given, else random."""
+        # The policy applies to the layers created after it is set: compute in the
+        # reduced precision, variables (and so the loaded weights) in float32. It is
+        # global: release() puts float32 back.
+        policy = _POLICIES.get(optimization.precision.name, "float32")
+        tf.keras.mixed_precision.set_global_policy(policy)
+        tf.keras.utils.set_random_seed(seed)
+        config = getattr(transformers, spec.classes.config_class)(**spec.params)
+        with tf.device(self.backend.device_name):
+            model = getattr(transformers, spec.classes.tensorflow_class)(config)
+            # Create the weights now, so that the first timed call is not weight creation.
+            model.build_in_name_scope()
+            if weights is not None:
+                _load_pytorch_weights(model, Path(weights))
+        return model
+
+    def inputs(self, token_ids: np.ndarray) -> dict:
+        with tf.device(self.backend.device_name):
+            ids = tf.constant(token_ids, dtype=tf.int32)
+            return {"input_ids": ids, "attention_mask": tf.ones_like(ids)}
+
+    def to_numpy(self, output) -> np.ndarray:
+        return tf.cast(output, tf.float32).numpy()
+
+    def versions(self) -> dict[str, str]:
+        return {"transformers": transformers.__version__}
+
+    def release(self) -> None:
+        """Leave the process as the cell found it: an empty Keras state (layer names,
+        graphs) and the float32 policy."""
+        tf.keras.backend.clear_session()
+        tf.keras.mixed_precision.set_global_policy("float32")
+
+
+def _load_pytorch_weights(model, weights: Path) -> None:
+    """PyTorch's safetensors weights into the TF model, without importing torch.
+
+    (`from_pretrained(folder)` would read them too, but transformers 4.57 cannot iterate
+    the safe_open handle of safetensors 0.8; a dict of numpy arrays works.)
+    """
+    from safetensors.numpy import load_file
+    from transformers.modeling_tf_pytorch_utils import load_pytorch_state_dict_in_tf2_model
+
+    state = load_file(weights)
+    _, info = load_pytorch_state_dict_in_tf2_model(
+        model, state, tf_inputs=False, allow_missing_keys=True, output_loading_info=True,
+        skip_logger_warnings=True,
+    )
+    if info["missing_keys"] or info["mismatched_keys"]:
+        raise ValueError(f"{weights} does not fit {type(model).__name__}: {info}")
+
+
+def make_ops(backend: TensorFlowBackend) -> TensorFlowInference:
+    return TensorFlowInference(backend)

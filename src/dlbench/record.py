@@ -1,0 +1,59 @@
+"""A cell's record: made when the cell starts, completed with what the supervisor saw, and
+written (validated, atomically) when it is final."""
+
+from datetime import datetime
+from pathlib import Path
+
+from dlbench import env, result
+from dlbench.matrix import Cell
+from dlbench.measure.flags import flags
+from dlbench.measure.sampler import GpuSampler, ProcessSampler
+
+
+def new_record(cell: Cell, settings: dict, started: float | None = None) -> dict:
+    """A record of the cell's parameters; started: when its process started (else now)."""
+    return {
+        "schema_version": result.SCHEMA_VERSION,
+        "cell_id": cell.id,
+        "params": cell.params(),
+        "params_hash": result.params_hash(cell.params()),
+        "status": "unsupported",
+        "reason": None,
+        "started_at": result.now(started),
+        "settings": settings,
+        "threads": None,
+        "startup": {},
+        "timing": None,
+        "throughput": None,
+        "memory": None,
+    }
+
+
+def finish(record: dict, path: Path) -> None:
+    """Stamp, fingerprint, validate and write a final record."""
+    record["finished_at"] = result.now()
+    record["environment"] = env.fingerprint()
+    result.validate(record)
+    result.write_json_atomic(path, record)
+
+
+def annotate(record: dict, sampler: ProcessSampler, gpu: GpuSampler | None) -> dict:
+    """Add the supervisor's view: utilization during the timed loop, the memory peaks of
+    the cell's process tree, and the stability flags."""
+    if record["status"] != "ok":
+        return record
+    start = _unix_time(record["started_at"])  # the cell's start (for the first, the process's)
+    end = _unix_time(record["finished_at"])
+    loop_start = start + record["startup"]["first_timed_iteration_s"]
+    loop_end = loop_start + record["timing"]["loop_s"]
+    record["utilization"] = sampler.window(loop_start, loop_end)
+    if gpu and record["utilization"] is not None:
+        record["utilization"].update(gpu.window(loop_start, loop_end) or {})
+        record["utilization"]["gpu_process_memory_peak_mb"] = gpu.memory_peak_mb(start, end)
+    record["memory"]["sampled_peak_rss_mb"] = sampler.peak_rss_mb(start, end)
+    record["flags"] = flags(record["timing"]["relative_iqr"], [record["utilization"]])
+    return record
+
+
+def _unix_time(timestamp: str) -> float:
+    return datetime.fromisoformat(timestamp).timestamp()
