@@ -1,14 +1,21 @@
-"""results/runs/*.json → one tidy table, one row per cell, every status included."""
+"""results/runs/*.json → one tidy table, one row per cell, every status included.
+
+Columns: the cell's parameters (scenario, framework, model, device, its scenario's sizes,
+optimization), status and reason, then the result sections flattened — the sections every
+scenario writes, and those its scenario adds (`Scenario.summary_sections`) — and the
+environment. A scenario's size columns are empty in the rows of other scenarios.
+"""
 
 from collections.abc import Iterable
 from pathlib import Path
 
-from dlbench import result
+from dlbench import result, scenarios
 
-# Result sections whose values become summary columns under their own names (the report
-# reads these), and sections whose columns carry the section's name as a prefix.
-_PLAIN = ("timing", "throughput", "memory", "startup")
-_PREFIXED = ("utilization", "flags", "optimization", "correctness", "process")
+# Result sections of every scenario: section → prefix of its columns ("": their own names,
+# which the report reads).
+_SECTIONS = {"timing": "", "memory": "", "startup": "", "utilization": "utilization_",
+             "flags": "flags_", "optimization": "optimization_", "process": "process_"}
+_ORDER = ["scenario", "framework", "model", "device", "optimization"]
 _SKIP = {"samples_ms", "repeats", "method"}  # per-iteration or per-process details
 
 
@@ -33,10 +40,9 @@ def _flatten(prefix: str, values: dict) -> dict:
 def to_row(record: dict, source: Path) -> dict:
     row = {"cell_id": record["cell_id"], **record["params"], "status": record["status"],
            "reason": record["reason"]}
-    for section in _PLAIN:
-        row.update(_flatten("", record.get(section) or {}))
-    for section in _PREFIXED:
-        row.update(_flatten(f"{section}_", record.get(section) or {}))
+    scenario = scenarios.get(record["params"]["scenario"])
+    for section, prefix in {**_SECTIONS, **scenario.summary_sections}.items():
+        row.update(_flatten(prefix, record.get(section) or {}))
     threads = record.get("threads") or {}
     row["intra_op_threads"] = threads.get("intra_op")
     row["inter_op_threads"] = threads.get("inter_op")
@@ -65,9 +71,9 @@ def summarize(paths: Iterable[Path]):
     duplicated = frame["cell_id"][frame["cell_id"].duplicated()]
     if not duplicated.empty:
         raise result.ResultError(f"cell {duplicated.iloc[0]!r} appears in more than one file")
-    return frame.sort_values(
-        ["framework", "model", "device", "optimization", "batch", "seqlen"]
-    ).reset_index(drop=True)
+    sizes = [axis.name for s in scenarios.scenarios().values() for axis in s.axes]
+    keys = _ORDER + [name for name in dict.fromkeys(sizes) if name in frame]
+    return frame.sort_values(keys).reset_index(drop=True)
 
 
 def aggregate(paths: Iterable[Path], parquet: Path, csv: Path) -> None:

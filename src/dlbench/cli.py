@@ -1,66 +1,44 @@
-"""The dlbench command: `run` measures one cell, `aggregate` joins results, `list` shows names."""
+"""The dlbench command: `run` measures cells, `aggregate` joins results, `report` renders
+the report, `check` validates a config, `list` shows the known names."""
 
 import argparse
 import sys
 import time
 from pathlib import Path
 
-from dlbench import result
+from dlbench import result, scenarios, settings
 from dlbench.axes import DEVICES, FRAMEWORKS
-from dlbench.matrix import Cell
-from dlbench.models import MODELS
-from dlbench.optimizations import OPTIMIZATIONS
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text} is not a positive integer")
-    return value
+from dlbench.matrix import DEFAULT_SCENARIO, FAILED, Cell
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dlbench", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
+    registered = scenarios.scenarios().values()
 
     run = commands.add_parser(
         "run", help="measure one cell, or a group of cells in one process, and write their "
         "JSONs")
+    run.add_argument("--scenario", default=DEFAULT_SCENARIO,
+                     choices=[s.name for s in registered])
     run.add_argument("--framework", required=True, choices=FRAMEWORKS)
-    run.add_argument("--model", required=True, choices=list(MODELS))
+    run.add_argument("--model", required=True,
+                     choices=list(dict.fromkeys(m for s in registered for m in s.models())))
     run.add_argument("--device", required=True, choices=DEVICES)
-    run.add_argument("--batch", required=True, type=_positive_int, nargs="+",
-                     help="one or more batch sizes (several: see --out-dir)")
-    run.add_argument("--seqlen", required=True, type=_positive_int, nargs="+",
-                     help="one or more sequence lengths (several: see --out-dir)")
-    run.add_argument("--optimization", required=True, choices=list(OPTIMIZATIONS))
-    run.add_argument("--warmup-iterations", type=int, default=3)
-    run.add_argument("--min-duration-s", type=float, default=1.0)
-    run.add_argument("--min-iterations", type=_positive_int, default=10)
-    run.add_argument("--threads", type=_positive_int, default=2)
-    run.add_argument("--interop-threads", type=_positive_int, default=1)
-    run.add_argument("--seed", type=int, default=0)
-    run.add_argument("--sample-hz", type=float, default=100,
-                     help="memory and CPU sampling rate of the supervisor (0: off)")
-    run.add_argument("--repeats", type=_positive_int, default=1,
-                     help="measure the cells in this many fresh processes")
-    run.add_argument("--timeout-s", type=float, default=1800,
-                     help="stop a cell still running after this long (an `error`)")
-    run.add_argument("--max-host-memory-gib", type=float, default=0,
-                     help="stop a cell above this host memory (an `oom`); 0: 90%% of the RAM")
-    run.add_argument("--weights", type=Path,
-                     help="shared weights (model.safetensors from dlbench.reference); "
-                     "default: random from the seed")
-    reference = run.add_mutually_exclusive_group()
-    reference.add_argument("--reference", type=Path,
-                           help="reference output (.npz from dlbench.reference) of one cell")
-    reference.add_argument("--reference-dir", type=Path,
-                           help="the folder of the model's reference outputs (b<B>_s<S>.npz)")
+    run.add_argument("--optimization", required=True, choices=list(dict.fromkeys(
+        o for s in registered for o in s.optimizations())))
+    axes = {axis.name: axis for s in registered for axis in s.axes}
+    for axis in axes.values():
+        run.add_argument(f"--{axis.name}", type=_axis_value(axis), nargs="+",
+                         help=f"{axis.description}: one value, or several (see --out-dir)")
+    settings.add_options(run)
+    for scenario in registered:
+        scenario.add_input_options(run)
     out = run.add_mutually_exclusive_group(required=True)
     out.add_argument("--out", type=Path, help="the result JSON of one cell")
     out.add_argument("--out-dir", type=Path,
-                     help="write <cell id>.json here for every batch × length: one process "
-                     "measures them all (a group)")
+                     help="write <cell id>.json here for every combination of the sizes "
+                     "given: one process measures them all (a group)")
     run.add_argument("--failed-out", type=Path,
                      help="with --out: where the cell's record goes if it crashes or times "
                      "out (default: ../failed/<name> beside --out; with --out-dir: ../failed)")
@@ -83,43 +61,51 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _run(args: argparse.Namespace, process_start: float) -> int:
-    from dlbench import reference, runner
+def _axis_value(axis: scenarios.Axis):
+    def parse(text: str):
+        if axis.type is not int:
+            return text
+        if not text.isdigit() or int(text) < 1:
+            raise argparse.ArgumentTypeError(f"{text} is not a positive integer")
+        return int(text)
 
-    cells = [Cell(args.framework, args.model, args.device, batch, seqlen, args.optimization)
-             for batch in args.batch for seqlen in args.seqlen]
-    if args.out is not None and (len(cells) > 1 or args.reference_dir):
-        sys.exit("dlbench run: --out names one cell's result; for several batch sizes or "
-                 "lengths use --out-dir (and --reference-dir)")
-    if args.out_dir is not None and (args.reference or args.failed_out):
+    parse.__name__ = axis.name
+    return parse
+
+
+def _run(args: argparse.Namespace, process_start: float) -> int:
+    import itertools
+
+    from dlbench.launch import run
+
+    scenario = scenarios.get(args.scenario)
+    for name, known in (("model", scenario.models()), ("optimization", scenario.optimizations())):
+        if getattr(args, name) not in known:
+            sys.exit(f"dlbench run: {name} {getattr(args, name)!r} does not belong to scenario "
+                     f"{scenario.name!r}; its {name}s: {', '.join(known)}")
+    missing = [f"--{a.name}" for a in scenario.axes if getattr(args, a.name) is None]
+    if missing:
+        sys.exit(f"dlbench run: scenario {scenario.name!r} needs {' and '.join(missing)}")
+    names = [axis.name for axis in scenario.axes]
+    cells = [Cell(scenario.name, args.framework, args.model, args.device, args.optimization,
+                  tuple(zip(names, sizes, strict=True)))
+             for sizes in itertools.product(*(getattr(args, name) for name in names))]
+    reference_dir = getattr(args, "reference_dir", None)
+    if args.out is not None and (len(cells) > 1 or reference_dir):
+        sys.exit("dlbench run: --out names one cell's result; for several sizes use --out-dir "
+                 "(and --reference-dir)")
+    if args.out_dir is not None and (getattr(args, "reference", None) or args.failed_out):
         sys.exit("dlbench run: --reference and --failed-out name one cell's files; with "
                  "--out-dir, give --reference-dir (failed records go to ../failed)")
-    settings = {
-        "warmup_iterations": args.warmup_iterations,
-        "min_duration_s": args.min_duration_s,
-        "min_iterations": args.min_iterations,
-        "threads": args.threads,
-        "interop_threads": args.interop_threads,
-        "seed": args.seed,
-        "repeats": args.repeats,
-        "sample_hz": args.sample_hz,
-        "timeout_s": args.timeout_s,
-        "max_host_memory_gib": args.max_host_memory_gib,
-        "weights": args.weights and str(args.weights),
-    }
+    measurement = settings.from_args(args)
     if args.out is not None:
         failed = args.failed_out or args.out.parent.parent / "failed" / args.out.name
-        tasks = [runner.Task(cells[0], args.out, failed, args.reference and str(args.reference))]
+        tasks = [run.Task(cells[0], args.out, failed, scenario.task_inputs(args, cells[0]))]
     else:
-        failed_dir = args.out_dir.parent / "failed"
-        tasks = [
-            runner.Task(cell, args.out_dir / f"{cell.id}.json",
-                        failed_dir / f"{cell.id}.json",
-                        args.reference_dir and str(args.reference_dir / reference.output_name(
-                            cell.batch, cell.seqlen)))
-            for cell in cells
-        ]
-    return runner.run(tasks, settings, process_start)
+        failed_dir = args.out_dir.parent / Path(FAILED).name
+        tasks = [run.Task(cell, args.out_dir / f"{cell.id}.json", failed_dir / f"{cell.id}.json",
+                          scenario.task_inputs(args, cell)) for cell in cells]
+    return run.run(tasks, measurement, process_start)
 
 
 def _check(path: Path) -> int:
@@ -142,11 +128,17 @@ def _check(path: Path) -> int:
 
 
 def _list() -> int:
-    print("models:")
+    from dlbench.models import MODELS
+    from dlbench.optimizations import OPTIMIZATIONS
+
+    print("scenarios:")
+    for scenario in scenarios.scenarios().values():
+        print(f"  {scenario.name:26} {scenario.description}")
+    print("models (inference):")
     for spec in MODELS.values():
         longest = spec.max_positions or "unbounded"
         print(f"  {spec.name:26} {spec.description} (max {longest} positions)")
-    print("optimizations:")
+    print("optimizations (inference):")
     for opt in OPTIMIZATIONS.values():
         print(f"  {opt.name:26} {opt.description} [{', '.join(sorted(opt.frameworks))}]")
     print(f"frameworks: {', '.join(FRAMEWORKS)}\ndevices: {', '.join(DEVICES)}")

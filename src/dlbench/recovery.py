@@ -10,8 +10,9 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from dlbench import aggregate, report, runner
+from dlbench import aggregate, report
 from dlbench.matrix import Cell
+from dlbench.record import finish, new_record
 
 OUTPUTS = ("results/summary.parquet", "results/summary.csv", "report/report.html")
 
@@ -20,17 +21,16 @@ def records(cells: Iterable[Cell], settings: dict, runs: Path, failed: Path) -> 
     """One record file per cell; writes a failed record for each cell that has none."""
     paths = []
     for cell in cells:
-        done, kept = runs / f"{cell.id}.json", failed / f"{cell.id}.json"
+        done, kept = runs / Path(cell.result_path).name, failed / Path(cell.failed_path).name
         if not done.exists() and not kept.exists():
-            log = (f"logs/groups/{cell.group_id}.log" if settings.get("process") == "per_group"
-                   else f"logs/runs/{cell.id}.log")
-            record = runner.new_record(cell, settings)
+            log = cell.log_path(settings.get("process", "per_cell"))
+            record = new_record(cell, settings)
             record["status"] = "error"
             record["reason"] = (
                 "no result: its job failed without writing one, or the run stopped before it "
                 f"(see {log})"
             )
-            runner.finish(record, kept)
+            finish(record, kept)
         paths.append(done if done.exists() else kept)
     return paths
 
@@ -39,7 +39,7 @@ def summarize_failed_run(cells: Iterable[Cell], settings: dict, notebook: Path) 
     """Summary and report if a cell failed; nothing after a plain interruption (Ctrl-C)."""
     cells = list(cells)
     failed = Path("results/failed")
-    if not any((failed / f"{cell.id}.json").exists() for cell in cells):
+    if not any(Path(cell.failed_path).exists() for cell in cells):
         return
     paths = records(cells, settings, Path("results/runs"), failed)
     summary, csv, html = (Path(p) for p in OUTPUTS)

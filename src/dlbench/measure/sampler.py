@@ -1,17 +1,21 @@
-"""Sampling a measuring process from outside it: memory, CPU and the machine's load.
+"""Sampling a measuring process tree from outside it: memory, CPU and the machine's load.
 
 The supervisor calls `sample()` between its blocking waits on the child, so nothing of
 this runs inside the measured process (no thread there, no GIL taken from the cell). On a
 machine with as many cores as the cell has threads, every wake-up of the supervisor takes
 a core from the cell for a moment, so a sample is kept small: the resident memory (100 Hz)
-is one pread of /proc/<pid>/statm on a file kept open; the CPU time and the machine's
-counters (busy, stolen), which only need the ends of the timed loop and ~100 ms spans,
-come with every `load_every`-th sample.
+is one pread of /proc/<pid>/statm per process of the tree, on files kept open; the CPU time
+and the machine's counters (busy, stolen), which only need the ends of the timed loop and
+~100 ms spans, come with every `load_every`-th sample. The tree (the child and its
+descendants: input-pipeline workers, compile workers) is looked up by `refresh_tree()`,
+which the supervisor calls once a second: finding descendants scans every process.
 """
 
 import os
 import time
 from dataclasses import dataclass, field
+
+import psutil
 
 _TICK = os.sysconf("SC_CLK_TCK")
 _PAGE_MB = os.sysconf("SC_PAGE_SIZE") / 2**20
@@ -39,33 +43,80 @@ class Sample:
 class ProcessSampler:
     pid: int
     load_every: int = 10
-    memory: list[tuple[float, float]] = field(default_factory=list)  # (time, rss_mb)
+    memory: list[tuple[float, float]] = field(default_factory=list)  # (time, tree rss_mb)
     samples: list[Sample] = field(default_factory=list)  # with CPU and machine counters
 
     def __post_init__(self):
-        self._fds = {}
+        self._procs: dict[int, tuple[int, int]] = {}  # pid → its statm and stat files
         try:
-            for name, path in (("statm", f"/proc/{self.pid}/statm"),
-                               ("stat", f"/proc/{self.pid}/stat"), ("system", "/proc/stat")):
-                self._fds[name] = os.open(path, os.O_RDONLY)
+            self._system = os.open("/proc/stat", os.O_RDONLY)
         except OSError:
-            self.close()  # the process has ended already: no samples
+            self._system = None
+        self._open(self.pid)
+
+    def _open(self, pid: int) -> None:
+        try:
+            statm = os.open(f"/proc/{pid}/statm", os.O_RDONLY)
+        except OSError:
+            return  # ended already
+        try:
+            self._procs[pid] = (statm, os.open(f"/proc/{pid}/stat", os.O_RDONLY))
+        except OSError:
+            os.close(statm)
+
+    def refresh_tree(self) -> None:
+        """Follow the tree: open the processes started since, close those that ended."""
+        try:
+            pids = {self.pid, *(p.pid for p in psutil.Process(self.pid).children(recursive=True))}
+        except psutil.Error:
+            pids = set()
+        for pid in set(self._procs) - pids:
+            for fd in self._procs.pop(pid):
+                os.close(fd)
+        for pid in pids - set(self._procs):
+            self._open(pid)
+
+    @property
+    def pids(self) -> set[int]:
+        """The processes of the tree, as last looked up."""
+        return set(self._procs)
+
+    def tree_rss_mb(self) -> float:
+        """The resident memory of the tree now."""
+        total = 0
+        for statm, _ in list(self._procs.values()):
+            try:
+                total += int(os.pread(statm, 128, 0).split()[1])
+            except (OSError, IndexError, ValueError):
+                pass  # the process has just ended
+        return total * _PAGE_MB
+
+    def _tree_cpu_s(self) -> float:
+        """CPU time of the tree (user + system), with the children the root has waited for."""
+        total = 0
+        for pid, (_, stat) in list(self._procs.items()):
+            try:
+                fields = os.pread(stat, 1024, 0).rsplit(b")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            total += int(fields[11]) + int(fields[12])
+            if pid == self.pid:  # cutime + cstime: ended workers it reaped
+                total += int(fields[13]) + int(fields[14])
+        return total / _TICK
 
     def sample(self) -> None:
-        if not self._fds:
+        if not self._procs:
             return
+        now = time.time()
+        rss_mb = self.tree_rss_mb()
+        self.memory.append((now, rss_mb))
+        if (len(self.memory) - 1) % self.load_every or self._system is None:
+            return  # the counters: every n-th sample
         try:
-            rss_mb = int(os.pread(self._fds["statm"], 128, 0).split()[1]) * _PAGE_MB
-            now = time.time()
-            self.memory.append((now, rss_mb))
-            if (len(self.memory) - 1) % self.load_every:  # the counters: every n-th sample
-                return
-            stat = os.pread(self._fds["stat"], 1024, 0).rsplit(b")", 1)[1].split()
-            cpu_s = (int(stat[11]) + int(stat[12])) / _TICK
-            self.samples.append(Sample(now, rss_mb, cpu_s,
-                                       *_system_counters(self._fds["system"])))
-        except (OSError, IndexError, ValueError):
-            pass  # the process has just ended
+            self.samples.append(Sample(now, rss_mb, self._tree_cpu_s(),
+                                       *_system_counters(self._system)))
+        except (OSError, ValueError):
+            pass
 
     def rss_mb(self) -> float | None:
         """The latest resident memory sampled."""
@@ -98,9 +149,13 @@ class ProcessSampler:
         }
 
     def close(self) -> None:
-        for fd in self._fds.values():
-            os.close(fd)
-        self._fds = {}
+        for fds in self._procs.values():
+            for fd in fds:
+                os.close(fd)
+        self._procs = {}
+        if self._system is not None:
+            os.close(self._system)
+            self._system = None
 
 
 def _max_rate(samples: list[Sample], span_s: float = 0.1) -> float:
@@ -117,7 +172,7 @@ def _max_rate(samples: list[Sample], span_s: float = 0.1) -> float:
 
 class GpuSampler:
     """NVML's view of the GPU while a cell runs: utilization, SM clock, and the device
-    memory of the measured process. Sampled by the supervisor (~10 Hz: NVML calls take
+    memory of the measured process tree. Sampled by the supervisor (~10 Hz: NVML calls take
     about a millisecond); absent without an NVIDIA driver."""
 
     def __init__(self, pid: int, index: int = 0):
@@ -136,13 +191,14 @@ class GpuSampler:
         except Exception:  # no driver, no device, or an index NVML does not know
             return None
 
-    def sample(self) -> None:
-        nvml = self._nvml
+    def sample(self, pids: set[int] | None = None) -> None:
+        """One sample; pids: the measured tree (default: the measured process alone)."""
+        nvml, pids = self._nvml, pids or {self.pid}
         try:
             used = None
             for process in nvml.nvmlDeviceGetComputeRunningProcesses(self._handle):
-                if process.pid == self.pid and process.usedGpuMemory is not None:
-                    used = process.usedGpuMemory / 2**20
+                if process.pid in pids and process.usedGpuMemory is not None:
+                    used = (used or 0) + process.usedGpuMemory / 2**20
             self.samples.append((
                 time.time(),
                 float(nvml.nvmlDeviceGetUtilizationRates(self._handle).gpu),
@@ -153,16 +209,21 @@ class GpuSampler:
             pass
 
     def window(self, start: float, end: float) -> dict | None:
+        """Utilization and SM clock between two wall-clock times (a cell's timed loop)."""
         inside = [s for s in self.samples if start <= s[0] <= end]
         if not inside:
             return None
-        used = [s[3] for s in self.samples if s[3] is not None]
         return {
             "gpu_utilization_mean": round(sum(s[1] for s in inside) / len(inside), 1),
             "gpu_utilization_max": max(s[1] for s in inside),
             "sm_clock_mhz_mean": round(sum(s[2] for s in inside) / len(inside)),
-            "gpu_process_memory_peak_mb": max(used) if used else None,
         }
+
+    def memory_peak_mb(self, start: float, end: float) -> float | None:
+        """The tree's highest device memory between two wall-clock times (a whole cell:
+        in a group, not the peaks of the cells before it)."""
+        used = [s[3] for s in self.samples if start <= s[0] <= end and s[3] is not None]
+        return max(used) if used else None
 
     def close(self) -> None:
         try:

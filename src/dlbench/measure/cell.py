@@ -1,0 +1,67 @@
+"""The measuring process's work: import the framework once, then measure the cells given,
+one after the other, each by its scenario, writing each record as soon as it is done."""
+
+import gc
+import os
+import time
+import traceback
+from pathlib import Path
+
+from dlbench import env, faults, result
+from dlbench.measure.memory import peak_rss_mb, reset_peak, rss_mb
+from dlbench.measure.timing import PhaseClock
+from dlbench.record import new_record
+
+
+def measure_cells(tasks: list, paths: list[Path], start: float, settings: dict) -> None:
+    """Runs in the measuring child (the supervisor's work). tasks: dlbench.launch.run.Task;
+    start: when the cost of the first cell starts (the process's start)."""
+    # Thread pools read these when the framework loads; Snakemake's values must not win.
+    for name in env.THREAD_VARIABLES:
+        os.environ[name] = str(settings["threads"])
+    backend = None
+    for position, (task, path) in enumerate(zip(tasks, paths, strict=True)):
+        record = new_record(task.cell, task.settings(settings), started=start)
+        record["process"] = {"cells": len(tasks), "position": position}
+        clock = PhaseClock(start)
+        record["startup"] = clock.marks
+        backend, measured = _measure(task, settings, clock, backend)
+        record.update(measured)
+        record["finished_at"] = result.now()
+        result.write_json_atomic(path, record)  # validated and completed by the supervisor
+        start = time.time()
+
+
+def _measure(task, settings: dict, clock: PhaseClock, backend) -> tuple[object, dict]:
+    """The backend (loaded by the first cell) and the cell's status, reason and
+    measurements; any exception becomes an `error` or `oom` cell."""
+    from dlbench.frameworks import import_ops, load_backend
+
+    cell = task.cell
+    gc.collect()  # in a group: the earlier cell's model is gone before this one's peak
+    try:
+        if backend is None:
+            backend = load_backend(cell.framework, cell.device, settings["threads"],
+                                   settings["interop_threads"])
+            import_ops(cell.framework, cell.scenario)
+            clock.mark("imports_done_s")
+        problem = backend.device_problem()
+        if problem:
+            return backend, {"status": "unsupported", "reason": problem}
+        faults.inject(cell.id)
+        threads = {**backend.thread_settings(), "env": env.thread_variables()}
+        peak_method = "VmHWM after clear_refs" if reset_peak() else "ru_maxrss (process lifetime)"
+        rss_at_start_mb = rss_mb()
+        # The scenario returns status and reason itself where the device cannot run the
+        # cell (they override "ok" below).
+        measured = cell.spec.measure(backend, cell, settings, clock, task.inputs)
+        memory = {"peak_host_rss_mb": peak_rss_mb(), "rss_at_start_mb": rss_at_start_mb,
+                  "method": peak_method, **measured.pop("memory", {})}
+        details = {**backend.versions(), **measured.pop("details", {})}
+        return backend, {"status": "ok", "reason": None, "threads": threads, "memory": memory,
+                         "details": details, **measured}
+    except Exception as exc:
+        traceback.print_exc()
+        oom = backend is not None and backend.is_out_of_memory(exc)
+        return backend, {"status": "oom" if oom else "error",
+                         "reason": f"{type(exc).__name__}: {exc}"}
