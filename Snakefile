@@ -8,6 +8,10 @@ min_version("9.0")
 configfile: "config/config.yaml"
 
 
+# `snakemake --report report/provenance.html`: Snakemake's own view of a run.
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/reference.smk"
 include: "workflow/rules/run.smk"

@@ -3,10 +3,15 @@
 
 rule aggregate:
     input:
-        expand("results/runs/{cell}.json", cell=CELLS),
+        results=[cell.result_path for cell in CELLS.values()],
+        logs=report(measuring_logs, category="Logs of the measuring jobs"),
     output:
         parquet="results/summary.parquet",
-        csv="results/summary.csv",
+        csv=report(
+            "results/summary.csv",
+            category="Summary",
+            caption="../report/summary.rst",
+        ),
     log:
         "logs/aggregate.log",
     params:
@@ -16,5 +21,5 @@ rule aggregate:
     conda:
         "../../envs/report.yaml"
     shell:
-        "PYTHONPATH={params.src:q} {params.python:q} -m dlbench aggregate {input:q}"
+        "PYTHONPATH={params.src:q} {params.python:q} -m dlbench aggregate {input.results:q}"
         " --parquet {output.parquet:q} --csv {output.csv:q} > {log:q} 2>&1"

@@ -1,4 +1,5 @@
-# The matrix: validated config → cells with stable ids. No rules here.
+# The matrix: validated config → cells, each knowing its id and paths. No rules here.
+import mimetypes
 import sys
 from pathlib import Path
 
@@ -8,8 +9,8 @@ sys.path.insert(0, SRC)
 from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 from dlbench import config as dlbench_config
-from dlbench.matrix import expand_cells
-from dlbench.reference import output_name as reference_output_name
+from dlbench import settings as measurement_settings
+from dlbench.matrix import expand_cells, group_outputs
 
 # `--config` values arrive as strings: read them as YAML, like a config file's.
 dlbench_config.type_command_line(config, workflow.config_settings.overwrite_config)
@@ -27,11 +28,21 @@ CELLS = {cell.id: cell for cell in expand_cells(SETTINGS)}
 MEASUREMENT = SETTINGS["measurement"]
 CLUSTER = SETTINGS["cluster"]
 # per_cell: one job and one process per cell. per_group: one job per group of the cells
-# that share framework, model, device and optimization (see run.smk).
-PER_GROUP = MEASUREMENT["process"] == "per_group"
+# that differ only in their sizes, where their scenario allows it (see run.smk).
+PROCESS = MEASUREMENT["process"]
+SINGLE = [cell for cell in CELLS.values() if not cell.grouped(PROCESS)]
 GROUPS = {}
 for _cell in CELLS.values():
-    GROUPS.setdefault(_cell.group_id, []).append(_cell)
+    if _cell.grouped(PROCESS):
+        GROUPS.setdefault(_cell.group_id, []).append(_cell)
+try:
+    GROUP_OUTPUTS, GROUP_HEADS, GROUP_TAILS = group_outputs(
+        [cell for group in GROUPS.values() for cell in group])
+except ValueError as error:
+    raise WorkflowError(str(error)) from None
+
+# The logs that `snakemake --report` shows are plain text.
+mimetypes.add_type("text/plain", ".log")
 
 
 # Cheap jobs run in the main Snakemake process, not as cluster jobs (see the slurm profile).
@@ -41,41 +52,28 @@ localrules:
     report,
 
 
-wildcard_constraints:
-    # Only ids of this matrix: no config value reaches a path or a shell command unchecked.
-    cell="|".join(sorted(CELLS, key=len, reverse=True)),
+def alternatives(values):
+    """A wildcard constraint admitting exactly these values: no config value reaches a path
+    or a shell command unchecked."""
+    import re
+
+    values = {str(value) for value in values}
+    return "|".join(re.escape(v) for v in sorted(values, key=len, reverse=True))
 
 
 def job_cells(wildcards):
     """The cells a measuring job measures: its cell, or its group's cells."""
     if "cell" in wildcards.keys():
         return [CELLS[wildcards.cell]]
-    group = "_".join(wildcards[key] for key in ("framework", "model", "device", "optimization"))
-    return GROUPS[group]
-
-
-def measurement_args():
-    """The measurement settings as `dlbench run` arguments (sorted: the order of keys in a
-    config file must not count as a change of parameters)."""
-    return [
-        f"--{key.replace('_', '-')}={value}"
-        for key, value in sorted(MEASUREMENT.items())
-        if key != "process"  # how jobs are cut, not how a cell is measured
-    ]
+    return GROUPS[f"{wildcards.head}_{wildcards.tail}"]
 
 
 def cell_args(wildcards):
-    """The `dlbench run` arguments of one cell, or of a group's cells (--batch and
-    --seqlen then list every value of the matrix)."""
+    """The `dlbench run` options of one cell, or of a group's cells (each size option then
+    lists its values)."""
     cells = job_cells(wildcards)
-    if "cell" in wildcards.keys():
-        return " ".join(cells[0].cli_args() + measurement_args())
-    first = cells[0]
-    args = [f"--framework={first.framework}", f"--model={first.model}",
-            f"--device={first.device}", f"--optimization={first.optimization}",
-            "--batch", *map(str, SETTINGS["batch_sizes"]),
-            "--seqlen", *map(str, SETTINGS["sequence_lengths"])]
-    return " ".join(args + measurement_args())
+    names = cells[0].cli_args() if "cell" in wildcards.keys() else cells[0].group_cli_args(cells)
+    return " ".join(names + measurement_settings.to_args(MEASUREMENT))
 
 
 def cell_runs(wildcards):
@@ -101,20 +99,24 @@ def cell_env(wildcards):
     return f"../../envs/{job_cells(wildcards)[0].framework}.yaml"
 
 
-def group_outputs():
-    """The result files of one group job: every batch × length of the matrix."""
-    return expand(
-        "results/runs/{{framework}}_{{model}}_{{device}}_b{batch}_s{seqlen}_{{optimization}}.json",
-        batch=SETTINGS["batch_sizes"],
-        seqlen=SETTINGS["sequence_lengths"],
-    )
+def cell_inputs(wildcards):
+    """The shared files a job's cells read (weights, references, data sets), by name; none
+    for cells that cannot apply."""
+    inputs = {}
+    for cell in job_cells(wildcards):
+        if cell.unsupported_reason() is None:
+            for name, path in cell.spec.inputs(cell).items():
+                inputs.setdefault(name, [])
+                if path not in inputs[name]:
+                    inputs[name].append(path)
+    return inputs
 
 
-def axis_constraint(axis):
-    """A wildcard constraint admitting exactly the config's values of one axis."""
-    import re
-
-    return "|".join(re.escape(str(v)) for v in sorted(SETTINGS[axis], key=len, reverse=True))
+def input_args(wildcards, input):
+    """The `dlbench run` options naming those files (the rules' param `reference`)."""
+    cells = job_cells(wildcards)
+    group = "cell" not in wildcards.keys()
+    return " ".join(cells[0].spec.input_args(cells, input, group))
 
 
 # SLURM resources of a cell (used by the slurm profile's executor; local runs ignore them).
@@ -144,8 +146,20 @@ def cell_slurm_extra(wildcards):
     return "--exclusive" if exclusive else None
 
 
+def measuring_logs(wildcards):
+    """The measuring jobs' logs, for `snakemake --report` (the provenance view): each where
+    it exists or its cell is about to be measured. A missing log alone must never make
+    Snakemake measure a finished cell again."""
+    logs = {}
+    for cell in CELLS.values():
+        log = cell.log_path(PROCESS)
+        if Path(log).exists() or not Path(cell.result_path).exists():
+            logs[log] = True
+    return sorted(logs)
+
+
 def cell_cluster_resources():
-    """The `cluster:` keys of the config as measure_cell resources (those that are set)."""
+    """The `cluster:` keys of the config as measuring jobs' resources (those that are set)."""
     resources = {}
     if CLUSTER["partition"] or CLUSTER["gpu_partition"]:
         resources["slurm_partition"] = cell_partition
@@ -174,38 +188,15 @@ def report_after_failure():
 
 
 # The correctness check's shared inputs (the rules are in reference.smk): seeded weights
-# per model and a reference output per (model, batch, length), for the cells that apply.
+# per model and a reference output per (model, batch, length), for the cells that read them.
+REFERENCED = [cell for cell in CELLS.values()
+              if cell.unsupported_reason() is None and "weights" in cell.spec.inputs(cell)]
 
 
 def reference_constraint(field):
-    """A wildcard constraint admitting exactly the values of `field` among applicable cells."""
-    values = {
-        str(getattr(cell, field)) for cell in CELLS.values() if cell.unsupported_reason() is None
-    }
-    return "|".join(sorted(values, key=len, reverse=True)) or "^$"
-
-
-def reference_files(wildcards):
-    """The weights and reference outputs a job reads (none for cells that cannot apply)."""
-    cells = [c for c in job_cells(wildcards) if c.unsupported_reason() is None]
-    if not cells:
-        return {}
-    folder = f"results/reference/{cells[0].model}"
-    return {
-        "weights": f"{folder}/model.safetensors",
-        "references": [f"{folder}/{reference_output_name(c.batch, c.seqlen)}" for c in cells],
-    }
-
-
-def reference_args(wildcards, input):
-    """The `dlbench run` arguments naming those files: the reference output of one cell,
-    or the folder of a group's."""
-    if "weights" not in input.keys():
-        return ""
-    references = input.references
-    if "cell" in wildcards.keys():
-        return f"--weights={input.weights} --reference={references[0]}"
-    return f"--weights={input.weights} --reference-dir={Path(input.weights).parent}"
+    """A wildcard constraint admitting exactly the values of `field` among those cells."""
+    values = [cell.model if field == "model" else cell.size(field) for cell in REFERENCED]
+    return alternatives(values) or "^$"
 
 
 def reference_mem_mb(wildcards, attempt):

@@ -6,7 +6,7 @@ rule report:
         summary="results/summary.parquet",
         notebook=workflow.source_path("../notebooks/report.py"),
     output:
-        "report/report.html",
+        report("report/report.html", category="Report", caption="../report/report.rst"),
     log:
         notebook="logs/report.ipynb",
         log="logs/report.log",

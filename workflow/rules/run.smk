@@ -1,23 +1,28 @@
 # The measuring jobs; the harness holds a host-wide device lock while it measures, so
 # timing cells never overlap whatever --cores allows.
-# measurement.process: per_cell - one job and one process per cell (a cell that crashes or
-# times out fails its job and leaves its record in results/failed/); per_group - one job
-# and one process per group of cells sharing framework, model, device and optimization,
-# writing the same per-cell results (a crash is that cell's `error`, the others are kept).
+# measure_cell - one job and one process per cell (a cell that crashes or times out fails
+# its job and leaves its record in results/failed/); measure_group - with
+# measurement.process: per_group, one job and one process per group of cells that differ
+# only in their sizes, writing the same per-cell results (a crash is that cell's `error`,
+# the others are kept). Paths and ids come from the cells (dlbench.matrix).
+# The shell commands and params are those of v1 for inference cells: Snakemake compares
+# them with what it recorded, and a change would measure every finished cell again.
 
-if not PER_GROUP:
+if SINGLE:
 
     rule measure_cell:
         input:
-            # The shared weights and the reference output (see reference.smk).
-            unpack(reference_files),
+            # The shared files the cell reads (see reference.smk).
+            unpack(cell_inputs),
         output:
             "results/runs/{cell}.json",
         log:
             "logs/runs/{cell}.log",
+        wildcard_constraints:
+            cell=alternatives(cell.id for cell in SINGLE),
         params:
             args=cell_args,
-            reference=reference_args,
+            reference=input_args,
             src=SRC,
             python=PYTHON,
         threads: cell_threads
@@ -35,23 +40,23 @@ if not PER_GROUP:
             " {params.reference} --out {output:q}"
             " --failed-out results/failed/{wildcards.cell}.json > {log:q} 2>&1"
 
-else:
+
+if GROUPS:
 
     rule measure_group:
         input:
-            unpack(reference_files),
+            unpack(cell_inputs),
         output:
-            group_outputs(),
+            # One per size of the group: results/runs/{head}_<sizes>_{tail}.json.
+            GROUP_OUTPUTS,
         log:
-            "logs/groups/{framework}_{model}_{device}_{optimization}.log",
+            "logs/groups/{head}_{tail}.log",
         wildcard_constraints:
-            framework=axis_constraint("frameworks"),
-            model=axis_constraint("models"),
-            device=axis_constraint("devices"),
-            optimization=axis_constraint("optimizations"),
+            head=alternatives(GROUP_HEADS),
+            tail=alternatives(GROUP_TAILS),
         params:
             args=cell_args,
-            reference=reference_args,
+            reference=input_args,
             src=SRC,
             python=PYTHON,
         threads: cell_threads
