@@ -1,5 +1,6 @@
 """Shared helpers: the repository, and running the real `snakemake` on a config."""
 
+import copy
 import os
 import shutil
 import subprocess
@@ -16,13 +17,25 @@ BIN = Path(sys.executable).parent
 # optimization, a length beyond the tiny models' 64 positions and a GPU that is not here.
 TINY_CONFIG = {
     "frameworks": ["pytorch", "tensorflow"],
-    "models": ["tiny-bert", "tiny-gpt2"],
     "devices": ["cpu", "gpu"],
-    "batch_sizes": [1, 2],
-    "sequence_lengths": [8, 128],
-    "optimizations": ["eager", "graph"],
+    "inference": {
+        "models": ["tiny-bert", "tiny-gpt2"],
+        "batch_sizes": [1, 2],
+        "sequence_lengths": [8, 128],
+        "optimizations": ["eager", "graph"],
+    },
     "measurement": {"warmup_iterations": 1, "min_duration_s": 0.05, "min_iterations": 3},
 }
+
+
+def tiny_config(measurement: dict | None = None, **changes) -> dict:
+    """TINY_CONFIG with changes: keys of its inference section go there, the others to the
+    top level; measurement keys are merged into its measurement section."""
+    config = copy.deepcopy(TINY_CONFIG)
+    for key, value in changes.items():
+        (config["inference"] if key in config["inference"] else config)[key] = value
+    config["measurement"].update(measurement or {})
+    return config
 
 
 def tool_env(**extra: str) -> dict[str, str]:
@@ -32,15 +45,17 @@ def tool_env(**extra: str) -> dict[str, str]:
                 PYTHONPATH=str(REPO / "src"), **extra)
 
 
-def snakemake(workdir: Path, config: dict | None, *args: str, timeout: int = 900):
-    """Run the project's workflow in workdir on config (written to workdir/config.yaml)."""
+def snakemake(workdir: Path, config: dict | None, *args: str, timeout: int = 900,
+              env: dict[str, str] | None = None):
+    """Run the project's workflow in workdir on config (written to workdir/config.yaml),
+    with env added to the environment."""
     command = [str(BIN / "snakemake"), "--snakefile", str(REPO / "Snakefile"),
                "--directory", str(workdir)]
     if config is not None:
         (workdir / "config.yaml").write_text(yaml.safe_dump(config))
         command += ["--configfile", str(workdir / "config.yaml")]
     return subprocess.run(command + list(args), capture_output=True, text=True,
-                          timeout=timeout, env=tool_env())
+                          timeout=timeout, env=tool_env(**(env or {})))
 
 
 @pytest.fixture

@@ -1,5 +1,7 @@
 """Config validation: each bad input stops the run with a message naming key, value and
-the allowed values — in the library and through the real `snakemake` command."""
+the allowed values — in the library and through the real `snakemake` command. The
+scenario's keys live in its section (inference:); the v1 layout, with them at the top
+level, is still read."""
 
 import copy
 import subprocess
@@ -11,16 +13,21 @@ import yaml
 from dlbench import config
 from dlbench.models import MODELS
 from dlbench.optimizations import OPTIMIZATIONS
-from tests.conftest import TINY_CONFIG, snakemake, tool_env
+from tests.conftest import TINY_CONFIG, snakemake, tiny_config, tool_env
 
 
-def problems(**changes) -> str:
+def problems(flat: bool = False, **changes) -> str:
+    """The message of TINY_CONFIG with changes (keys of the inference section go there, or
+    with flat=True the whole config in the v1 layout); None deletes a key."""
     cfg = copy.deepcopy(TINY_CONFIG)
+    if flat:
+        cfg.update(cfg.pop("inference"))
     for key, value in changes.items():
+        where = cfg["inference"] if not flat and key in cfg["inference"] else cfg
         if value is None:
-            del cfg[key]
+            del where[key]
         else:
-            cfg[key] = value
+            where[key] = value
     with pytest.raises(config.ConfigError) as caught:
         config.validate(cfg)
     return str(caught.value)
@@ -28,9 +35,33 @@ def problems(**changes) -> str:
 
 def test_valid_config_gets_defaults():
     settings = config.validate(TINY_CONFIG)
-    assert settings["scenario"] == "inference"
+    assert settings["scenarios"] == ["inference"]
     assert settings["measurement"]["threads"] == 2
     assert settings["measurement"]["min_iterations"] == 3  # given values win
+
+
+def test_the_v1_layout_is_read_as_the_inference_section():
+    flat = {key: value for key, value in TINY_CONFIG.items() if key != "inference"}
+    flat.update(TINY_CONFIG["inference"], scenario="inference")
+    assert config.validate(flat) == config.validate(TINY_CONFIG)
+    # Top-level keys narrow the section, as `--config batch_sizes=[1]` does.
+    narrowed = config.validate({**TINY_CONFIG, "batch_sizes": [1]})
+    assert narrowed["inference"]["batch_sizes"] == [1]
+    assert narrowed["inference"]["models"] == TINY_CONFIG["inference"]["models"]
+
+
+def test_the_v1_layout_names_keys_as_written():
+    message = problems(flat=True, models=["tiny-bert", "bert-huge"], batch_sizes=[0])
+    assert "config key 'models[1]': 'bert-huge' is not allowed" in message
+    assert "config key 'batch_sizes[0]': 0 is not allowed" in message
+    assert "missing config key 'sequence_lengths'" in problems(flat=True, sequence_lengths=None)
+
+
+def test_a_config_without_a_scenario_section():
+    message = problems(inference=None)
+    assert "the config has no scenario section" in message and "inference" in message
+    message = problems(scenarios=["inference", "nope"])
+    assert "config key 'scenarios[1]': 'nope' is not allowed" in message
 
 
 def test_unknown_key_suggests_the_closest():
@@ -38,6 +69,9 @@ def test_unknown_key_suggests_the_closest():
     assert "unknown config key 'modles'" in message
     assert "did you mean 'models'" in message
     assert "allowed keys:" in message and "sequence_lengths" in message
+    message = problems(inference={**TINY_CONFIG["inference"], "batch_size": [1]})
+    assert "unknown config key 'inference.batch_size'" in message
+    assert "did you mean 'inference.batch_sizes'" in message
 
 
 def test_unknown_nested_key():
@@ -56,8 +90,10 @@ def test_unknown_nested_key():
     ],
 )
 def test_unknown_name_lists_the_allowed_ones(key, bad, allowed):
-    message = problems(**{key: [*TINY_CONFIG[key][:1], bad]})
-    assert f"config key '{key}[1]': '{bad}' is not allowed" in message
+    section = TINY_CONFIG["inference"]
+    where = f"inference.{key}" if key in section else key
+    message = problems(**{key: [*(section.get(key) or TINY_CONFIG[key])[:1], bad]})
+    assert f"config key '{where}[1]': '{bad}' is not allowed" in message
     assert "allowed values: " + ", ".join(allowed) in message
 
 
@@ -65,14 +101,13 @@ def test_unknown_name_lists_the_allowed_ones(key, bad, allowed):
 @pytest.mark.parametrize("key", ["batch_sizes", "sequence_lengths"])
 def test_sizes_must_be_positive_integers(key, bad):
     message = problems(**{key: [1, bad]})
-    assert f"config key '{key}[1]': {bad!r} is not allowed; it must be a positive integer" in (
-        message
-    )
+    assert (f"config key 'inference.{key}[1]': {bad!r} is not allowed; it must be a positive "
+            "integer") in message
 
 
 def test_empty_axis():
     message = problems(models=[])
-    assert "config key 'models' is empty" in message and "tiny-bert" in message
+    assert "config key 'inference.models' is empty" in message and "tiny-bert" in message
 
 
 def test_missing_axis():
@@ -84,8 +119,9 @@ def test_scalar_instead_of_list():
 
 
 def test_every_problem_is_reported_at_once():
-    message = problems(models=["nope"], batch_sizes=[0])
-    assert "models[0]" in message and "batch_sizes[0]" in message
+    message = problems(models=["nope"], batch_sizes=[0], devices=["tpu"])
+    assert "inference.models[0]" in message and "inference.batch_sizes[0]" in message
+    assert "devices[0]" in message
 
 
 def test_config_file_errors(tmp_path):
@@ -98,12 +134,13 @@ def test_config_file_errors(tmp_path):
 
 
 def test_snakemake_stops_before_any_job(tmp_path):
-    bad = {**TINY_CONFIG, "models": ["tiny-bert", "bert-huge"], "batch_sizes": [0]}
+    bad = tiny_config(models=["tiny-bert", "bert-huge"], batch_sizes=[0])
     run = snakemake(tmp_path, bad, "--cores", "1", "--dry-run")
     assert run.returncode != 0
     output = run.stdout + run.stderr
     assert "'bert-huge' is not allowed" in output
-    assert "config key 'batch_sizes[0]': 0 is not allowed; it must be a positive integer" in output
+    assert ("config key 'inference.batch_sizes[0]': 0 is not allowed; it must be a positive "
+            "integer") in output
     assert not (tmp_path / "results").exists()
 
 
@@ -116,9 +153,8 @@ def test_cluster_values_cannot_smuggle_shell_syntax():
 
 
 def test_unknown_scenario():
-    message = problems(scenario="training")
-    assert "config key 'scenario': 'training' is not allowed; allowed values: inference" in (
-        message)
+    message = problems(flat=True, scenario="nope")
+    assert "config key 'scenario': 'nope' is not allowed; allowed values: inference" in message
 
 
 def test_partial_name_suggests_the_full_one():
@@ -128,7 +164,7 @@ def test_partial_name_suggests_the_full_one():
 @pytest.mark.parametrize("name", ["../../etc/passwd", "gpt2; rm -rf ~", "org/some-model"])
 def test_names_that_would_reach_paths_or_shells_are_refused(name):
     # Models come only from the registry: no path, no hub id, no code is ever loaded by name.
-    assert f"config key 'models[1]': {name!r} is not allowed" in problems(
+    assert f"config key 'inference.models[1]': {name!r} is not allowed" in problems(
         models=["tiny-bert", name])
 
 
@@ -146,7 +182,7 @@ def test_missing_or_broken_config_file_through_snakemake(tmp_path):
 def test_check_command_validates_a_preset(tmp_path):
     good, bad = tmp_path / "good.yaml", tmp_path / "bad.yaml"
     good.write_text(yaml.safe_dump(TINY_CONFIG))
-    bad.write_text(yaml.safe_dump({**TINY_CONFIG, "batch_sizes": [-1]}))
+    bad.write_text(yaml.safe_dump(tiny_config(batch_sizes=[-1])))
     dlbench = [sys.executable, "-m", "dlbench", "check"]
     done = subprocess.run([*dlbench, str(good)], capture_output=True, text=True, env=tool_env())
     assert done.returncode == 0
@@ -155,4 +191,5 @@ def test_check_command_validates_a_preset(tmp_path):
     assert "12 unsupported: sequence length 128 exceeds tiny-bert's maximum" in done.stdout
     done = subprocess.run([*dlbench, str(bad)], capture_output=True, text=True, env=tool_env())
     assert done.returncode == 1
-    assert "'batch_sizes[0]': -1 is not allowed; it must be a positive integer" in done.stderr
+    assert "'inference.batch_sizes[0]': -1 is not allowed; it must be a positive integer" in (
+        done.stderr)

@@ -14,16 +14,15 @@ import pytest
 
 from dlbench import config, result
 from dlbench.matrix import expand_cells
-from tests.conftest import REPO, TINY_CONFIG, snakemake, tool_env
+from tests.conftest import REPO, snakemake, tiny_config, tool_env
 
 PROFILE = ["--workflow-profile", str(REPO / "workflow" / "profiles" / "default")]
 CELL = ["--framework=pytorch", "--model=tiny-bert", "--device=cpu", "--batch=1", "--seqlen=8",
         "--optimization=eager", "--warmup-iterations=1", "--min-duration-s=0.05",
         "--min-iterations=3"]
 # One cell of each framework and both optimizations: 3 measured cells, 1 unsupported.
-SMALL = {**TINY_CONFIG, "models": ["tiny-bert"], "devices": ["cpu"], "batch_sizes": [1],
-         "sequence_lengths": [8],
-         "measurement": {**TINY_CONFIG["measurement"], "timeout_s": 60}}
+SMALL = tiny_config(models=["tiny-bert"], devices=["cpu"], batch_sizes=[1], sequence_lengths=[8],
+                    measurement={"timeout_s": 60})
 
 
 def run_cell(tmp_path, fault: str, *extra: str):
@@ -154,7 +153,7 @@ def test_interrupted_run_leaves_nothing_half_written_and_resumes(tmp_path, sig):
 
 def test_timing_cells_never_overlap_under_load(tmp_path):
     """--cores 4 on 2 cores: measuring cells wait for the device, the others do not."""
-    run = snakemake(tmp_path, {**TINY_CONFIG, "devices": ["cpu"]}, *PROFILE, "--cores", "4")
+    run = snakemake(tmp_path, tiny_config(devices=["cpu"]), *PROFILE, "--cores", "4")
     assert run.returncode == 0, run.stderr[-2000:]
     records = [result.read(p) for p in (tmp_path / "results" / "runs").glob("*.json")]
     windows = sorted(

@@ -10,7 +10,7 @@ import pytest
 
 from dlbench import config, result
 from dlbench.matrix import expand_cells
-from tests.conftest import REPO, TINY_CONFIG, snakemake, tool_env
+from tests.conftest import REPO, snakemake, tiny_config, tool_env
 
 PROFILE = ["--workflow-profile", str(REPO / "workflow" / "profiles" / "default")]
 FAST = ["--warmup-iterations=1", "--min-duration-s=0.05", "--min-iterations=3"]
@@ -100,8 +100,8 @@ def test_grouped_and_isolated_cells_agree_within_the_noise(tmp_path):
 
 
 def test_workflow_runs_one_job_per_group(tmp_path):
-    matrix = {**TINY_CONFIG, "models": ["tiny-bert"], "devices": ["cpu"],
-              "measurement": {**TINY_CONFIG["measurement"], "process": "per_group"}}
+    matrix = tiny_config(models=["tiny-bert"], devices=["cpu"],
+                         measurement={"process": "per_group"})
     run = snakemake(tmp_path, matrix, *PROFILE, "--cores", "2")
     assert run.returncode == 0, run.stderr[-2000:]
     cells = expand_cells(config.validate(matrix))

@@ -1,35 +1,59 @@
-"""Matrix expansion: every combination, stable readable ids, and which cells cannot apply."""
+"""Matrix expansion: every combination, stable readable ids, paths owned by the cell, and
+which cells cannot apply."""
 
 from dlbench import config
-from dlbench.matrix import Cell, expand_cells
-from tests.conftest import TINY_CONFIG
+from dlbench.matrix import Cell, expand_cells, group_outputs
+from dlbench.scenarios.inference import cell as inference_cell
+from tests.conftest import TINY_CONFIG, tiny_config
 
 
 def test_product_of_the_axes_with_unique_ids():
     cells = expand_cells(config.validate(TINY_CONFIG))
     assert len(cells) == 2 * 2 * 2 * 2 * 2 * 2
     assert len({c.id for c in cells}) == len(cells)
+    assert {c.scenario for c in cells} == {"inference"}
 
 
 def test_ids_are_readable_and_stable():
-    cell = Cell("pytorch", "bert-base-uncased", "cpu", 8, 128, "eager")
+    cell = inference_cell("pytorch", "bert-base-uncased", "cpu", 8, 128, "eager")
+    # The id of v1: finished results keep their names and are not measured again.
     assert cell.id == "pytorch_bert-base-uncased_cpu_b8_s128_eager"
-    assert Cell(**cell.params()).id == cell.id
+    assert cell.params() == {"scenario": "inference", "framework": "pytorch",
+                             "model": "bert-base-uncased", "device": "cpu", "batch": 8,
+                             "seqlen": 128, "optimization": "eager"}
+    assert Cell.from_params(cell.params()) == cell
+    assert cell.result_path == "results/runs/pytorch_bert-base-uncased_cpu_b8_s128_eager.json"
+    assert cell.group_id == "pytorch_bert-base-uncased_cpu_eager"
+    assert cell.log_path("per_cell") == "logs/runs/" + cell.id + ".log"
+    assert cell.log_path("per_group") == "logs/groups/pytorch_bert-base-uncased_cpu_eager.log"
+
+
+def test_group_outputs_are_the_cells_paths():
+    cells = expand_cells(config.validate(tiny_config(devices=["cpu"], optimizations=["eager"])))
+    patterns, heads, tails = group_outputs(cells)
+    assert heads == ["pytorch_tiny-bert_cpu", "pytorch_tiny-gpt2_cpu",
+                     "tensorflow_tiny-bert_cpu", "tensorflow_tiny-gpt2_cpu"]
+    assert tails == ["eager"]
+    expanded = {p.format(head=h, tail=t) for p in patterns for h in heads for t in tails}
+    assert expanded == {c.result_path for c in cells}
 
 
 def test_optimization_of_the_other_framework_is_unsupported():
-    reason = Cell("pytorch", "tiny-bert", "cpu", 1, 8, "graph").unsupported_reason()
+    reason = inference_cell("pytorch", "tiny-bert", "cpu", 1, 8, "graph").unsupported_reason()
     assert reason == "optimization 'graph' does not exist in PyTorch (only in TensorFlow)"
-    assert Cell("tensorflow", "tiny-bert", "cpu", 1, 8, "graph").unsupported_reason() is None
+    assert inference_cell("tensorflow", "tiny-bert", "cpu", 1, 8, "graph").unsupported_reason() \
+        is None
 
 
 def test_sequence_longer_than_the_model_is_unsupported():
-    assert Cell("pytorch", "gpt2", "cpu", 1, 1024, "eager").unsupported_reason() is None
-    reason = Cell("pytorch", "bert-base-uncased", "cpu", 1, 1024, "eager").unsupported_reason()
+    assert inference_cell("pytorch", "gpt2", "cpu", 1, 1024, "eager").unsupported_reason() is None
+    reason = inference_cell("pytorch", "bert-base-uncased", "cpu", 1, 1024,
+                            "eager").unsupported_reason()
     assert reason == "sequence length 1024 exceeds bert-base-uncased's maximum of 512 positions"
 
 
 def test_cli_args_name_every_parameter():
-    args = Cell("tensorflow", "tiny-gpt2", "gpu", 2, 16, "graph").cli_args()
+    # The command line of v1: Snakemake re-runs a job whose parameters changed.
+    args = inference_cell("tensorflow", "tiny-gpt2", "gpu", 2, 16, "graph").cli_args()
     assert args == ["--framework=tensorflow", "--model=tiny-gpt2", "--device=gpu", "--batch=2",
                     "--seqlen=16", "--optimization=graph"]

@@ -113,3 +113,19 @@ def test_device_timer_brackets_the_step_and_synchronizes_after():
     assert len(host) == 3 and device == [1.5] * 3
     host, device = timed_loop(lambda: None, lambda: None, 0.0, 2)
     assert len(host) == 2 and device is None  # the CPU: host time only
+
+
+def test_gpu_figures_are_those_of_the_cell_not_of_the_cells_before():
+    """per_group on a GPU: the second cell's device-memory peak is its own, though the
+    first cell, in the same process, used more. (NVML is not here: the samples are placed
+    as the supervisor would take them; what is tested is which of them count.)"""
+    from dlbench.measure.sampler import GpuSampler
+
+    gpu = GpuSampler.__new__(GpuSampler)
+    # (time, utilization %, SM clock MHz, process memory MiB): cell 1 in 0–10 s, cell 2 after.
+    gpu.samples = [(t, 90.0, 1800.0, 30000.0) for t in range(0, 10)] + \
+                  [(t, 40.0, 1500.0, 5000.0) for t in range(10, 20)]
+    assert gpu.memory_peak_mb(10, 19) == 5000.0
+    assert gpu.memory_peak_mb(0, 19) == 30000.0
+    assert gpu.window(12, 18) == {"gpu_utilization_mean": 40.0, "gpu_utilization_max": 40.0,
+                                  "sm_clock_mhz_mean": 1500}

@@ -13,10 +13,10 @@ import pytest
 
 from dlbench import result
 from dlbench.frameworks import cpu_precision_problem
-from dlbench.matrix import Cell
 from dlbench.measure.correctness import compare, load_reference, save_reference
 from dlbench.models import MODELS
 from dlbench.optimizations import OPTIMIZATIONS, PRECISIONS, RECIPES, TEST_RECIPES_VARIABLE
+from dlbench.scenarios.inference import cell as Cell
 from tests.conftest import REPO, tool_env
 
 FAST = ["--warmup-iterations=1", "--min-duration-s=0.05", "--min-iterations=3"]
@@ -172,12 +172,12 @@ def test_tensorflow_gets_pytorchs_weights_without_torch(references):
     code = f"""
 import sys
 from pathlib import Path
-from dlbench.frameworks import load_backend, prepare
+from dlbench.frameworks import load_backend, load_ops
 from dlbench.measure.correctness import compare, load_reference
 from dlbench.models import get_model
 from dlbench.optimizations import OPTIMIZATIONS
-from dlbench.scenarios.inference import token_ids
-backend = load_backend("tensorflow", "cpu", 2, 1)
+from dlbench.scenarios.inference import prepare, token_ids
+backend = load_ops(load_backend("tensorflow", "cpu", 2, 1), "inference")
 eager = OPTIMIZATIONS["eager"]
 root = Path({str(references)!r})
 for name in {MODELS_HERE!r}:

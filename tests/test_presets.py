@@ -20,12 +20,13 @@ MODELS_2019 = ["bert-base-uncased", "distilbert-base-uncased", "gpt2", "distilgp
 
 def test_the_preset_is_the_2019_matrix():
     preset = config.load_file(PRESET)
-    assert preset["models"] == MODELS_2019
-    assert preset["batch_sizes"] == [1, 2, 4, 8]
-    assert preset["sequence_lengths"] == [8, 64, 128, 256, 512, 1024]
+    inference = preset["inference"]
+    assert inference["models"] == MODELS_2019
+    assert inference["batch_sizes"] == [1, 2, 4, 8]
+    assert inference["sequence_lengths"] == [8, 64, 128, 256, 512, 1024]
     assert preset["frameworks"] == ["pytorch", "tensorflow"]
     assert preset["devices"] == ["cpu", "gpu"]
-    assert preset["optimizations"] == ["eager", "torchscript", "graph", "xla"]
+    assert inference["optimizations"] == ["eager", "torchscript", "graph", "xla"]
     cells = expand_cells(preset)
     assert len(cells) == 7 * 4 * 6 * 4 * 2 * 2
     runnable = [c for c in cells if c.unsupported_reason() is None]
@@ -45,7 +46,8 @@ def slice_run(tmp_path_factory):
 
 def test_the_slice_runs_every_cell_that_applies(slice_run):
     sliced = config.load_file(PRESET)
-    sliced.update(models=["tiny-xlnet", "tiny-xlm"], batch_sizes=[1], sequence_lengths=[8])
+    sliced["inference"].update(models=["tiny-xlnet", "tiny-xlm"], batch_sizes=[1],
+                               sequence_lengths=[8])
     cells = expand_cells(sliced)
     runs = slice_run / "results" / "runs"
     assert sorted(p.stem for p in runs.glob("*.json")) == sorted(c.id for c in cells)

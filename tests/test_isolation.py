@@ -1,0 +1,67 @@
+"""What one cell changes in its process is undone before the next cell of a group: the
+Keras mixed-precision policy, environment variables (the Inductor cache), and nothing
+global is touched when dlbench is imported."""
+
+import subprocess
+import sys
+
+from tests.conftest import tool_env
+
+
+def python(code: str) -> str:
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, env=tool_env())
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.strip().splitlines()[-1]
+
+
+def test_tensorflow_cell_leaves_the_float32_policy():
+    code = """
+from dlbench.frameworks import load_backend, load_ops
+from dlbench.models import get_model
+from dlbench.optimizations import OPTIMIZATIONS
+import tensorflow as tf
+ops = load_ops(load_backend("tensorflow", "cpu", 1, 1), "inference")
+ops.build(get_model("tiny-bert"), 0, OPTIMIZATIONS["eager-fp16"])
+during = tf.keras.mixed_precision.global_policy().name
+ops.release()
+print(during, tf.keras.mixed_precision.global_policy().name)
+"""
+    assert python(code) == "mixed_float16 float32"
+
+
+def test_pytorch_compile_cell_restores_the_environment():
+    code = """
+import os
+from dlbench.frameworks import load_backend, load_ops
+from dlbench.models import get_model
+from dlbench.optimizations import OPTIMIZATIONS
+from dlbench.scenarios.inference import prepare, token_ids
+os.environ["TRITON_CACHE_DIR"] = "/mine"
+ops = load_ops(load_backend("pytorch", "cpu", 1, 1), "inference")
+spec, compile_ = get_model("tiny-bert"), OPTIMIZATIONS["compile"]
+model = ops.build(spec, 0, compile_)
+prepare(ops, model, ops.inputs(token_ids(spec, 1, 8, 0)), compile_)
+during = os.environ["TORCHINDUCTOR_CACHE_DIR"]
+ops.release()
+# (Torch may set its own default afterwards: not the cell's deleted folder.)
+print(os.path.isdir(during), os.environ.get("TORCHINDUCTOR_CACHE_DIR") == during,
+      os.environ["TRITON_CACHE_DIR"])
+"""
+    assert python(code) == "False False /mine"
+
+
+def test_dlbench_never_flips_the_umask():
+    """Reading the umask by setting it changes it for every thread meanwhile: dlbench reads
+    it from /proc instead, when it writes a file."""
+    code = """
+import os
+calls, real = [], os.umask
+os.umask = lambda mask: calls.append(mask) or real(mask)
+os.umask(0o027)
+import dlbench.result, dlbench.cli, dlbench.record
+from dlbench.result import default_file_mode, write_json_atomic
+write_json_atomic("/tmp/dlbench-umask-test.json", {})
+print(calls, oct(default_file_mode()), oct(os.stat("/tmp/dlbench-umask-test.json").st_mode))
+"""
+    assert python(code) == "[23] 0o640 0o100640"

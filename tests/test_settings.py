@@ -1,0 +1,44 @@
+"""Measurement settings are defined once (the config schema): the workflow's command line
+and `dlbench run`'s options derive from it, and a config survives the round trip."""
+
+import pytest
+
+from dlbench import cli, config, settings
+from tests.conftest import TINY_CONFIG, tiny_config
+
+
+def parse(measurement_args: list[str]):
+    return cli._parser().parse_args(["run", "--framework=pytorch", "--model=tiny-bert",
+                                     "--device=cpu", "--batch=1", "--seqlen=8",
+                                     "--optimization=eager", "--out=x.json",
+                                     *measurement_args])
+
+
+@pytest.mark.parametrize("measurement", [
+    {},  # every default
+    {"warmup_iterations": 0, "min_duration_s": 0.25, "min_iterations": 7, "threads": 3,
+     "interop_threads": 2, "seed": 5, "sample_hz": 0, "repeats": 3, "timeout_s": 60.5,
+     "max_host_memory_gib": 1.5, "process": "per_group"},
+])
+def test_config_to_command_line_to_settings(measurement):
+    validated = config.validate(tiny_config(measurement=measurement))["measurement"]
+    args = settings.to_args(validated)
+    assert not any(arg.startswith("--process") for arg in args)  # how jobs are cut
+    parsed = settings.from_args(parse(args))
+    assert parsed == {k: v for k, v in validated.items() if k != "process"}
+
+
+def test_the_defaults_are_the_schemas():
+    schema = config.schema()["properties"]["measurement"]["properties"]
+    assert settings.from_args(parse([])) == {
+        name: spec["default"] for name, spec in schema.items() if name != "process"}
+    assert config.validate({**TINY_CONFIG, "measurement": {}})["measurement"]["repeats"] == 1
+
+
+def test_options_are_checked_against_the_schema(capsys):
+    with pytest.raises(SystemExit):
+        parse(["--min-iterations=0"])
+    assert "--min-iterations: 0: 0 is less than the minimum of 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        parse(["--timeout-s=soon"])
+    assert "'soon' is not number" in capsys.readouterr().err
