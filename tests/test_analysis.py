@@ -198,6 +198,7 @@ def test_environment_disagreement_lists_each_combination():
     cells = dict(zip(env.table["framework"], env.table["cells"], strict=True))
     assert cells == {"PyTorch": 1, "TensorFlow": 2}
     assert set(env.table["git commit"]) == {"0123456789ab", "0123456789ab (dirty)"}
+    assert set(env.table["torch"]) == {"2.0", "—"}  # TensorFlow's cells have no torch
 
 
 def test_status_counts_and_cells_without_timing(summary):

@@ -71,8 +71,8 @@ def environment(frame: pd.DataFrame) -> Environment | None:
     if not disagree:
         values = [", ".join(v) if len(v) else "—" for v in distinct.values()]
         return Environment(pd.DataFrame({"": list(distinct), "value": values}), [], hosts)
-    combos = env.assign(framework=frame["framework"].map(framework_name)).astype(str).replace(
-        {"None": "—", "nan": "—", "<NA>": "—"}
-    )
+    # astype(str) keeps a missing value missing (pandas 3) or writes it out (pandas 2).
+    combos = env.assign(framework=frame["framework"].map(framework_name)).astype(str)
+    combos = combos.fillna("—").replace({"None": "—", "nan": "—", "<NA>": "—"})
     combos = combos.groupby(list(combos.columns), dropna=False).size().reset_index(name="cells")
     return Environment(combos, disagree, hosts)
