@@ -8,6 +8,8 @@ from selenium.webdriver.chrome.service import Service
 
 from dlbench import config, result
 from dlbench.matrix import expand_cells
+from dlbench.report.format import fmt_ms, framework_name, na
+from tests import report_html
 from tests.conftest import REPO, TINY_CONFIG, snakemake
 
 PROFILE = ["--workflow-profile", str(REPO / "workflow" / "profiles" / "default")]
@@ -52,14 +54,41 @@ def test_summary_has_one_row_per_cell(workflow_run, cells):
     assert summary.loc[summary["status"] != "ok", "reason"].str.len().gt(0).all()
 
 
-def test_report_holds_tables_and_plots(workflow_run):
+def test_report_shows_every_cells_median(workflow_run):
+    """The latency sheets hold each timed cell's median as the report formats it, and each
+    other cell's N/A with its reason."""
     html = (workflow_run / "report" / "report.html").read_text()
-    assert html.count("<table") >= 4
-    for heading in ("PyTorch", "TensorFlow", "eager", "graph"):
-        assert heading in html
-    assert "N/A" in html and "exceeds tiny-bert's maximum of 64 positions" in html
-    assert html.count('src="data:image/png;base64,') >= 2  # plots embedded, not linked
-    assert "import pandas" not in html  # code cells are hidden
+    summary = pd.read_parquet(workflow_run / "results" / "summary.parquet")
+    several = summary["device"].nunique() > 1
+    sheets = {heading: report_html.sheet(rows) for heading, rows in report_html.tables(html)
+              if heading and " — " in heading}
+    timed = 0
+    for cell in summary.itertuples():
+        heading = f"{framework_name(cell.framework)} — {cell.optimization}"
+        heading += f" ({cell.device})" if several else ""
+        if cell.status == "ok":
+            text = sheets[heading][cell.model, str(cell.batch), f"seqlen {cell.seqlen}"]
+            assert text.split()[0] == fmt_ms(cell.median_ms), (cell.cell_id, text)
+            timed += 1
+        elif heading in sheets:
+            text = sheets[heading][cell.model, str(cell.batch), f"seqlen {cell.seqlen}"]
+            assert text == na(cell.status, cell.reason), (cell.cell_id, text)
+        else:  # every cell of the sheet N/A for one reason: one line instead
+            assert f"cells N/A — {cell.status}: {cell.reason}" in html
+    assert timed == summary["status"].eq("ok").sum() > 0
+    assert "exceeds tiny-bert's maximum of 64 positions" in html
+    counts = next(rows for _, rows in report_html.tables(html)
+                  if rows[0][:2] == ["framework", "ok"])
+    assert counts[-1][0] == "total" and counts[-1][-1] == str(len(summary))
+    assert "import pandas" not in html and "dlbench.analysis" not in html  # no code cells
+
+
+def test_report_images_decode(workflow_run):
+    html = (workflow_run / "report" / "report.html").read_text()
+    sizes = report_html.images(html)  # every image embedded as a PNG, none linked
+    # TensorFlow graph's speed-up, latency against length, the PyTorch/TensorFlow ratio.
+    assert len(sizes) >= 3
+    assert all(width > 100 and height > 100 for width, height in sizes)
 
 
 def test_report_renders_in_a_browser(workflow_run, chromium):

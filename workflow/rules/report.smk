@@ -1,10 +1,17 @@
-# The summary → papermill runs the report notebook → HTML without code cells.
+# The summary → papermill runs the report notebook (its head, one section per scenario and
+# the tail, see dlbench.report) → HTML without code cells.
+
+# Every notebook file is an input: editing the head or any section renders the report again.
+REPORT_SECTIONS = sorted(
+    path.name for path in (Path(workflow.basedir) / "workflow/notebooks/sections").glob("*.py")
+)
 
 
 rule report:
     input:
         summary="results/summary.parquet",
         notebook=workflow.source_path("../notebooks/report.py"),
+        sections=[workflow.source_path(f"../notebooks/sections/{n}") for n in REPORT_SECTIONS],
     output:
         report("report/report.html", category="Report", caption="../report/report.rst"),
     log:

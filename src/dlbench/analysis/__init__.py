@@ -1,0 +1,21 @@
+"""The report's tables and derived columns as tested functions of the summary.
+
+Every function takes the summary as `dlbench.analysis.summary.load` or `derive` returns it
+(derived columns added, missing columns filled) and returns a DataFrame or plain values;
+nothing here displays. Module by module:
+
+summary      loading, derived columns (timed, checked, wrong answer, eager baseline, speed-up)
+environment  the environment table and whether the cells' environments disagree
+status       cells per status, and the cells without a timing
+flags        the stability flags: as stored, and recomputed from the stored figures
+latency      the 2019-style latency spreadsheet per framework, optimization and device
+quality      the measurement-quality table
+speedup      speed-up over eager per cell, and the per-optimization overview
+compilation  compile, trace and conversion times
+correctness  errors against the reference, and the wrong answers
+ratio        PyTorch/TensorFlow: the best of each framework, their ratio per cell
+startup      the start-up cost of a process
+gpu          GPU cells: device time, memory, utilization
+generic      the table of a scenario that has no report section of its own
+plots        figures drawn on given matplotlib axes
+"""

@@ -1,0 +1,28 @@
+"""GPU cells: host and device time, the framework's and NVML's memory, utilization."""
+
+import pandas as pd
+
+from dlbench.report.format import fmt_ms
+
+_COLUMNS = {"cell_id": "cell", "median_ms": "host median ms",
+            "device_time_median_ms": "device median ms",
+            "device_allocated_peak_mb": "allocated peak MiB",
+            "device_reserved_peak_mb": "reserved peak MiB",
+            "utilization_gpu_process_memory_peak_mb": "NVML process MiB",
+            "utilization_gpu_utilization_mean": "GPU busy %",
+            "utilization_sm_clock_mhz_mean": "SM clock MHz"}
+
+
+def gpu_cells(timed: pd.DataFrame) -> pd.DataFrame:
+    """The timed cells that ran on a GPU."""
+    return timed[timed["device"].eq("gpu")]
+
+
+def gpu_table(gpu: pd.DataFrame) -> pd.DataFrame:
+    """One row per GPU cell, the columns present: times in ms, memory, busy %, SM clock."""
+    table = gpu[[c for c in _COLUMNS if c in gpu]].rename(columns=_COLUMNS)
+    for column in table.columns[1:]:
+        table[column] = table[column].map(
+            lambda v, ms="ms" in column: "—" if pd.isna(v) else (fmt_ms(v) if ms
+                                                                 else f"{v:,.0f}"))
+    return table

@@ -1,0 +1,122 @@
+"""The report's figures, each drawn on axes or a figure that the caller provides."""
+
+import matplotlib as mpl
+import numpy as np
+import pandas as pd
+import seaborn as sns
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, NullLocator
+
+from dlbench.analysis.speedup import Panel
+from dlbench.report.format import framework_name
+
+COLORS = {"PyTorch": "tab:blue", "TensorFlow": "tab:orange"}  # the same in every report
+PANEL_HEIGHT, PANEL_ASPECT = 3.0, 1.4  # inches per panel of the latency plot
+LEGEND_WIDTH = 2.0  # inches
+
+
+def latency_vs_length(timed: pd.DataFrame, figure: Figure) -> Figure:
+    """Median latency (log scale) against sequence length (log 2 scale), one panel per
+    model (rows) and batch size (columns); colour the framework (and device, if several),
+    marker and line style the optimization. Sizes the figure to its panels."""
+    data = timed.assign(framework=timed["framework"].map(framework_name))
+    hue, palette = "framework", None
+    if set(data["framework"]) <= set(COLORS):
+        palette = COLORS
+    if data["device"].nunique() > 1:
+        palette = None
+        hue = "framework (device)"
+        data[hue] = data["framework"] + " (" + data["device"] + ")"
+    data = data.sort_values("seqlen")
+    models, batches = sorted(data["model"].unique()), sorted(data["batch"].unique())
+    seqlens = sorted(data["seqlen"].unique())
+    # The same colours and markers in every panel: in order of appearance, as seaborn's own.
+    styles = {"hue": hue, "hue_order": list(data[hue].unique()), "palette": palette,
+              "style": "optimization", "style_order": list(data["optimization"].unique()),
+              "markers": True, "dashes": True, "markersize": 8, "errorbar": None}
+    figure.set_size_inches(PANEL_HEIGHT * PANEL_ASPECT * len(batches) + LEGEND_WIDTH,
+                           PANEL_HEIGHT * len(models))
+    axes = figure.subplots(len(models), len(batches), sharex=True, sharey=True, squeeze=False)
+    for (i, model), (j, batch) in ((m, b) for m in enumerate(models) for b in enumerate(batches)):
+        ax = axes[i, j]
+        panel = data[data["model"].eq(model) & data["batch"].eq(batch)]
+        sns.lineplot(data=panel, x="seqlen", y="median_ms", ax=ax, legend=(i, j) == (0, 0),
+                     **styles)
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(seqlens, [str(s) for s in seqlens])
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.grid(True, which="major", alpha=0.3)
+        ax.set_title(f"{model}, batch {batch}", fontsize=mpl.rcParams["axes.labelsize"])
+        ax.set_xlabel("sequence length (tokens)" if i == len(models) - 1 else "")
+        ax.set_ylabel("median latency (ms)" if j == 0 else "")
+    sns.despine(fig=figure)
+    first = axes[0, 0]
+    if first.get_legend() is not None:
+        handles, labels = first.get_legend_handles_labels()
+        first.get_legend().remove()
+        figure.legend(handles, labels, loc="center right", frameon=False)
+    figure.tight_layout(rect=(0, 0, 1 - LEGEND_WIDTH / figure.get_figwidth(), 1))
+    return figure
+
+
+def _log_colorbar(ax: Axes, limit: float, suffix: str) -> None:
+    """Label the colour bar of a log2 heatmap with ratios instead of logarithms."""
+    colorbar = ax.collections[0].colorbar
+    ticks = [t for t in colorbar.get_ticks() if abs(t) <= limit]
+    colorbar.set_ticks(ticks, labels=[f"{2 ** t:.2g}{suffix}" for t in ticks])
+
+
+def speedup_size(panel: Panel) -> tuple[float, float]:
+    """A figure size (inches) that fits the panel's heatmap."""
+    rows, columns = panel.speedup.shape
+    return 1.1 * columns + 4, 0.4 * rows + 1.6
+
+
+def speedup_heatmap(ax: Axes, panel: Panel, limit: float, several_devices: bool) -> Axes:
+    """The speed-ups of a panel on a log2 colour scale of half-width `limit` (green: faster
+    than eager), '✗' on a wrong answer, 'N/A' on a cell that did not run."""
+    annot = np.vectorize(lambda v, w: "" if pd.isna(v) else f"{v:.2f}{' ✗' if w else ''}")(
+        panel.speedup.to_numpy(), panel.wrong.to_numpy())
+    sns.heatmap(np.log2(panel.speedup), ax=ax, cmap="RdYlGn", center=0,
+                vmin=-limit, vmax=limit, annot=annot, fmt="", linewidths=0.5,
+                cbar_kws={"label": "speed-up over eager (log scale)"})
+    ax.set_facecolor("#eeeeee")  # the squares without a speed-up
+    for (i, j), ran in np.ndenumerate(panel.timed.to_numpy()):
+        if not ran:
+            ax.text(j + 0.5, i + 0.5, "N/A", ha="center", va="center", color="#888")
+    _log_colorbar(ax, limit, "×")
+    ax.set_yticks(np.arange(len(panel.speedup)) + 0.5,
+                  [f"{model}, batch {batch}" for model, batch in panel.speedup.index],
+                  rotation=0)
+    ax.set_xlabel("sequence length (tokens)")
+    ax.set_ylabel("")
+    name = framework_name(panel.framework)
+    where = f" ({panel.device})" if several_devices else ""
+    ax.set_title(f"{name} {panel.optimization}{where} vs {name} eager", fontsize=11)
+    return ax
+
+
+def ratio_size(grid: pd.DataFrame) -> tuple[float, float]:
+    """A figure size (inches) that fits the ratio heatmap of `grid`."""
+    return 1.2 * grid.shape[1] + 3.5, 0.45 * grid.shape[0] + 2
+
+
+def ratio_heatmap(ax: Axes, grid: pd.DataFrame) -> Axes:
+    """PyTorch / TensorFlow ratios (dlbench.analysis.ratio.ratio_grid) on a log2 colour
+    scale centred on 1: blue where PyTorch is faster, red where TensorFlow is."""
+    logs = np.log2(grid)
+    limit = max(float(np.nanmax(np.abs(logs.to_numpy()))), 0.1)
+    sns.heatmap(
+        logs, ax=ax, cmap="coolwarm", center=0, vmin=-limit, vmax=limit,
+        annot=grid.map(lambda v: "" if pd.isna(v) else f"{v:.2f}").to_numpy(), fmt="",
+        linewidths=0.5, cbar_kws={"label": "PyTorch / TensorFlow (log scale)"},
+    )
+    _log_colorbar(ax, limit, "")
+    ax.set_xlabel("sequence length (tokens)")
+    ax.set_ylabel("")
+    ax.tick_params(axis="y", rotation=0)
+    ax.set_title("blue: PyTorch faster · red: TensorFlow faster", fontsize=10)
+    return ax

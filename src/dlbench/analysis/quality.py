@@ -1,0 +1,51 @@
+"""How trustworthy each timing is: spread, confidence interval, load, stolen CPU, flags."""
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from dlbench.analysis.flags import flagged
+from dlbench.report.format import fmt_fixed, fmt_ms, fmt_percent
+
+ROWS = 30  # the table shows the flagged cells, or the least stable ones, up to this many
+_COLUMNS = {"cell_id": "cell", "median_ms": "median ms", "ci": "95% CI of the median",
+            "relative_iqr": "IQR / median", "iterations": "iterations",
+            "utilization_process_cpu_cores_mean": "cores used",
+            "utilization_other_load_cores": "other load (cores)",
+            "utilization_steal_fraction": "stolen", "between_processes_cv":
+            "CV between processes", "flags_reasons": "flag"}
+
+
+@dataclass
+class Quality:
+    """table: the flagged cells (or, if none is, every timed cell), least stable first,
+    at most ROWS of them; flagged: how many timed cells are flagged."""
+
+    table: pd.DataFrame
+    flagged: int
+
+
+def quality(timed: pd.DataFrame) -> Quality | None:
+    """The measurement quality of the timed cells; None without cells or spreads."""
+    if timed.empty or "relative_iqr" not in timed:
+        return None
+    missing = pd.Series(np.nan, index=timed.index)
+    cells = timed.assign(
+        flagged=flagged(timed),
+        ci=[f"{fmt_ms(lo)} – {fmt_ms(hi)}" for lo, hi in
+            zip(timed.get("median_ci95_ms_low", missing),
+                timed.get("median_ci95_ms_high", missing), strict=True)],
+    )
+    columns = {k: v for k, v in _COLUMNS.items() if k in cells}
+    bad = cells[cells["flagged"]]
+    table = (bad if not bad.empty else cells).sort_values("relative_iqr", ascending=False)
+    table = table[list(columns)].rename(columns=columns).head(ROWS)
+    for column in ("IQR / median", "stolen", "CV between processes"):
+        if column in table:
+            table[column] = table[column].map(fmt_percent)
+    for column in ("cores used", "other load (cores)"):
+        if column in table:
+            table[column] = table[column].map(fmt_fixed)
+    table["median ms"] = table["median ms"].map(fmt_ms)
+    return Quality(table, len(bad))

@@ -1,0 +1,122 @@
+"""Speed-up of each optimization over its framework's eager: per cell (heatmap panels) and
+per optimization (the overview beside compile time and correctness)."""
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from dlbench.report.format import fmt_error, fmt_s, framework_name, na
+
+# Colour scales reach at least this far from 1 (a 1.5× speed-up or slow-down).
+MIN_SCALE = 1.5
+# Why the cells of another framework's optimization did not run (N/A by design).
+OTHER_FRAMEWORK = "does not exist in"
+
+
+@dataclass
+class Panel:
+    """The speed-ups of one framework, optimization and device: rows (model, batch), columns
+    sequence lengths; `wrong` and `timed` are the same shape (wrong answer; has a timing)."""
+
+    framework: str
+    optimization: str
+    device: str
+    speedup: pd.DataFrame
+    wrong: pd.DataFrame
+    timed: pd.DataFrame
+
+
+def geomean(values: pd.Series) -> float:
+    """The geometric mean of the values that are not NaN; NaN if there are none."""
+    values = values.dropna().astype(float)
+    return float(np.exp(np.log(values).mean())) if len(values) else np.nan
+
+
+def with_speedup(frame: pd.DataFrame) -> pd.DataFrame:
+    """The timed cells of an optimization other than eager that have an eager baseline."""
+    return frame[frame["timed"] & frame["optimization"].ne("eager") & frame["speedup"].notna()]
+
+
+def scale(frame: pd.DataFrame) -> float:
+    """The half-width in log2 of a colour scale centred on 1 that holds every speed-up."""
+    logs = np.log2(with_speedup(frame)["speedup"].astype(float))
+    return max(float(np.nanmax(np.abs(logs))), np.log2(MIN_SCALE))
+
+
+def _grid(cells: pd.DataFrame, values: str, index: pd.MultiIndex, columns: list,
+          **options) -> pd.DataFrame:
+    """One value per (model, batch) and sequence length, on the given rows and columns."""
+    table = cells.pivot_table(index=["model", "batch"], columns="seqlen", values=values,
+                              aggfunc="first", **options)
+    return table.reindex(index=index, columns=columns)
+
+
+def panels(frame: pd.DataFrame) -> list[Panel]:
+    """One panel per framework, optimization and device with at least one speed-up; every
+    cell of it is in the panel, so that a cell that did not run is N/A."""
+    keys = with_speedup(frame).groupby(["framework", "optimization", "device"], sort=True).groups
+    result = []
+    for framework, optimization, device in keys:
+        cells = frame[frame["framework"].eq(framework) & frame["optimization"].eq(optimization)
+                      & frame["device"].eq(device)]
+        index = pd.MultiIndex.from_frame(cells[["model", "batch"]].drop_duplicates()
+                                         .sort_values(["model", "batch"]))
+        columns = sorted(cells["seqlen"].unique())
+        speedup = _grid(cells, "speedup", index, columns, dropna=False).astype(float)
+        wrong = _grid(cells, "wrong_answer", index, columns).fillna(False).astype(bool)
+        ran = cells.assign(ran=cells["status"].eq("ok"))
+        timed = _grid(ran, "ran", index, columns).fillna(False).astype(bool)
+        result.append(Panel(framework, optimization, device, speedup, wrong, timed))
+    return result
+
+
+def verdict(cells: pd.DataFrame) -> str:
+    """'✓ all n within tolerance', '✗ k of n outside tolerance' or 'not checked'."""
+    checked = cells[cells["checked"]]
+    if checked.empty:
+        return "not checked"
+    wrong = int(checked["wrong_answer"].sum())
+    if wrong:
+        return f"✗ {wrong} of {len(checked)} outside tolerance"
+    return f"✓ all {len(checked)} within tolerance"
+
+
+def overview(frame: pd.DataFrame, several_devices: bool) -> tuple[pd.DataFrame, int]:
+    """One row per framework, optimization (and device): cells timed, the geometric-mean
+    speed-up over eager with its range, median compile time, largest error and verdict;
+    N/A with the reason where no cell ran. Also the number of combinations left out: a
+    framework with another framework's optimization (N/A by design)."""
+    rows, other_framework = [], 0
+    for (framework, optimization, device), cells in frame.dropna(subset=["framework"]).groupby(
+            ["framework", "optimization", "device"], sort=True):
+        timed = cells[cells["timed"]]
+        if timed.empty and cells["reason"].fillna("").str.contains(OTHER_FRAMEWORK).all():
+            other_framework += 1
+            continue
+        row = {"framework": framework_name(framework), "optimization": optimization}
+        if several_devices:
+            row["device"] = device
+        if timed.empty:
+            status, reason = cells[["status", "reason"]].fillna("").iloc[0]
+            row.update({"cells": f"0 of {len(cells)}",
+                        "speed-up over eager": na(status, reason, width=70)})
+            rows.append(row)
+            continue
+        ratios = timed["speedup"].dropna()
+        if optimization == "eager":
+            speedup = "1 (the baseline)"
+        elif ratios.empty:
+            speedup = "— (no eager baseline)"
+        else:
+            speedup = f"{geomean(ratios):.2f}× ({ratios.min():.2f}–{ratios.max():.2f})"
+        row.update({
+            "cells": f"{len(timed)} of {len(cells)}",
+            "speed-up over eager": speedup,
+            "compile time (s)": fmt_s(timed["compile_s"].median()),
+            "max rel error": fmt_error(timed["correctness_max_rel_error"].max()),
+            "tolerance": fmt_error(timed["correctness_tolerance"].max()),
+            "correctness": verdict(timed),
+        })
+        rows.append(row)
+    return pd.DataFrame(rows).fillna(""), other_framework

@@ -1,0 +1,42 @@
+"""The fixed cost a process pays before its timed loop: imports, model, first call."""
+
+import pandas as pd
+
+from dlbench.report.format import fmt_fixed, framework_name
+
+PHASES = {
+    "imports_done_s": "imports done (s)",
+    "model_ready_s": "model ready (s)",
+    "first_timed_iteration_s": "first timed iteration (s)",
+    "cold_start_s": "cold call (s)",
+}
+
+
+def grouped(timed: pd.DataFrame) -> pd.Series:
+    """Whether each cell was measured in a process with other cells (per_group)."""
+    if "process_cells" not in timed:
+        return pd.Series(False, index=timed.index)
+    return timed["process_cells"].gt(1)
+
+
+def first_in_process(timed: pd.DataFrame) -> pd.Series:
+    """Whether each cell was the first of its process (it paid the imports)."""
+    if "process_position" not in timed:
+        return pd.Series(True, index=timed.index)
+    return timed["process_position"].fillna(0).eq(0)
+
+
+def startup(timed: pd.DataFrame) -> pd.DataFrame | None:
+    """Per framework and optimization, the medians over the cells that were first in their
+    process of each phase's seconds since process start; None without such cells."""
+    present = [c for c in PHASES if c in timed]
+    fresh = timed[first_in_process(timed)]
+    if fresh.empty or not present:
+        return None
+    table = fresh.groupby(["framework", "optimization"])[present].median()
+    table.insert(0, "cells", fresh.groupby(["framework", "optimization"]).size())
+    table = table.rename(columns=PHASES).reset_index()
+    table["framework"] = table["framework"].map(framework_name)
+    for column in table.columns[3:]:
+        table[column] = table[column].map(lambda v: fmt_fixed(v, missing="—"))
+    return table

@@ -1,0 +1,93 @@
+"""The summary with the columns the analysis derives: timed, checked, wrong_answer,
+eager_ms and speedup; tolerant of summaries written before a column existed."""
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from dlbench.axes import SCENARIOS
+
+# Summaries written before scenarios existed hold inference cells only.
+DEFAULT_SCENARIO = "inference"
+# An optimization's speed-up is over the eager cell with these same values.
+BASELINE_KEYS = ["scenario", "framework", "model", "device", "batch", "seqlen"]
+# Columns the analysis reads, and their value where an older summary lacks them.
+_NUMBERS = ["median_ms", "prepare_s", "cold_start_s", "compile_s", "correctness_max_abs_error",
+            "correctness_max_rel_error", "correctness_tolerance"]
+_OTHERS = ["cell_id", "framework", "model", "device", "batch", "seqlen", "optimization",
+           "status", "reason", "correctness_within_tolerance", "correctness_precision"]
+
+
+def load(path: str | Path) -> pd.DataFrame:
+    """The summary parquet with the derived columns (see `derive`)."""
+    return derive(pd.read_parquet(path))
+
+
+def derive(summary: pd.DataFrame) -> pd.DataFrame:
+    """A copy of the summary with missing columns filled (NaN or NA) and these added:
+
+    scenario      the cell's scenario ('inference' where the summary has none)
+    timed         status ok with a median: the cell has a timing
+    checked       the output was compared with a reference
+    wrong_answer  checked, and outside its precision's tolerance (unchecked: not wrong)
+    eager_ms      the median of the same cell in its framework's eager, for timed cells
+    speedup       eager_ms / median_ms: above 1, faster than eager
+    """
+    frame = summary.copy()
+    for column in _NUMBERS:
+        if column not in frame:
+            frame[column] = np.nan
+    for column in _OTHERS:
+        if column not in frame:
+            frame[column] = pd.NA
+    if "scenario" not in frame:
+        frame["scenario"] = DEFAULT_SCENARIO
+    frame["scenario"] = frame["scenario"].astype(object).where(frame["scenario"].notna(),
+                                                               DEFAULT_SCENARIO)
+    frame["timed"] = frame["status"].eq("ok") & frame["median_ms"].notna()
+    frame["checked"] = frame["correctness_within_tolerance"].notna()
+    frame["wrong_answer"] = [v is not None and not pd.isna(v) and not bool(v)
+                             for v in frame["correctness_within_tolerance"]]
+    eager = frame[frame["timed"] & frame["optimization"].eq("eager")]
+    eager = eager.set_index(BASELINE_KEYS)["median_ms"]
+    eager = eager[~eager.index.duplicated(keep=False)]  # an ambiguous baseline is none
+    frame["eager_ms"] = frame.join(eager.rename("eager_ms"), on=BASELINE_KEYS)["eager_ms"]
+    frame["eager_ms"] = frame["eager_ms"].where(frame["timed"])
+    frame["speedup"] = frame["eager_ms"] / frame["median_ms"]
+    return frame
+
+
+def timed(frame: pd.DataFrame) -> pd.DataFrame:
+    """The cells with a timing."""
+    return frame[frame["timed"]]
+
+
+def several_devices(frame: pd.DataFrame) -> bool:
+    """Whether the cells ran on more than one device (tables then name the device)."""
+    return frame["device"].nunique() > 1
+
+
+def scenarios(frame: pd.DataFrame) -> list[str]:
+    """The scenarios present: the known ones in their fixed order, then the others sorted."""
+    present = set(frame["scenario"])
+    return [s for s in SCENARIOS if s in present] + sorted(present - set(SCENARIOS))
+
+
+def of_scenario(frame: pd.DataFrame, scenario: str) -> pd.DataFrame:
+    """The cells of one scenario. A parameter that another scenario lacks was stored as
+    floats (NaN there): it is an integer again where all of this scenario's values are."""
+    from dlbench.analysis.generic import is_measurement
+
+    cells = frame[frame["scenario"].eq(scenario)].copy()
+    for column in cells.columns:
+        values = cells[column]
+        if (not is_measurement(column) and pd.api.types.is_float_dtype(values)
+                and values.notna().all() and values.eq(values.round()).all()):
+            cells[column] = values.astype("int64")
+    return cells
+
+
+def group_keys(several: bool) -> list[str]:
+    """The keys of a per-optimization table: framework, optimization (and device)."""
+    return ["framework", "optimization"] + (["device"] if several else [])

@@ -1,0 +1,60 @@
+"""How the report writes values: numbers, seconds, errors, N/A reasons, framework names."""
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from dlbench.axes import FRAMEWORK_LABELS
+
+
+def framework_name(framework: str) -> str:
+    """'PyTorch' for 'pytorch'; an unknown framework keeps its own name."""
+    return FRAMEWORK_LABELS.get(framework, framework)
+
+
+def fmt_ms(value: float | None) -> str:
+    """3 significant digits, no scientific notation; '' for NaN."""
+    if value is None or not np.isfinite(value):
+        return ""
+    decimals = max(0, 2 - math.floor(math.log10(abs(value)))) if value else 0
+    return f"{value:,.{decimals}f}"
+
+
+def fmt_s(value: float | None) -> str:
+    """Seconds: two decimals, '<0.01' below; '' for NaN."""
+    if value is None or pd.isna(value):
+        return ""
+    return "<0.01" if value < 0.005 else f"{value:,.2f}"
+
+
+def fmt_error(value: float | None) -> str:
+    """An error or a tolerance: '1.2e-03'; '' for NaN."""
+    return "" if value is None or pd.isna(value) else f"{value:.1e}"
+
+
+def fmt_percent(value: float | None) -> str:
+    """A fraction as a percentage with one decimal: '12.3%'; '' for NaN."""
+    return "" if pd.isna(value) else f"{value:.1%}"
+
+
+def fmt_fixed(value: float | None, decimals: int = 2, missing: str = "") -> str:
+    """A plain number with `decimals` decimals; `missing` for NaN."""
+    return missing if pd.isna(value) else f"{value:.{decimals}f}"
+
+
+def na(status: str | None, reason: str | None, width: int = 40) -> str:
+    """'N/A (<short reason>)' for a cell that did not produce a timing."""
+    text = "out of memory" if status == "oom" else (reason or status)
+    text = " ".join(str(text).split())
+    if len(text) > width:
+        text = text[: width - 1].rstrip() + "…"
+    return f"N/A ({text})"
+
+
+def blank_repeats(frame: pd.DataFrame, column: str) -> pd.DataFrame:
+    """Show a value only on its first row of a run, like a merged spreadsheet cell."""
+    frame = frame.copy()
+    values = frame[column].astype(object)
+    frame[column] = values.where(values.ne(values.shift()), "")
+    return frame

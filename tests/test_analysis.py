@@ -1,0 +1,555 @@
+"""dlbench.analysis on small hand-built summaries: every value below is worked out by hand
+from the cells it is built from."""
+
+import json
+import math
+from datetime import datetime
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
+
+from dlbench import aggregate, result
+from dlbench import record as records
+from dlbench.analysis import (
+    compilation,
+    correctness,
+    environment,
+    flags,
+    generic,
+    gpu,
+    latency,
+    plots,
+    quality,
+    ratio,
+    speedup,
+    startup,
+    status,
+)
+from dlbench.analysis.summary import derive, load, of_scenario, scenarios, timed
+from dlbench.measure.flags import NOISY_STEAL_FRACTION, UNSTABLE_RELATIVE_IQR
+from dlbench.measure.sampler import ProcessSampler, Sample
+from dlbench.measure.stats import summarize
+from tests.conftest import REPO
+
+matplotlib.use("Agg")
+V1_RUN = REPO / "tests/data/v1_results/per_cell/runs/pytorch_tiny-bert_cpu_b1_s8_eager.json"
+
+
+def cell(framework="pytorch", optimization="eager", median=None, *, status="ok", reason=None,
+         model="bert", device="cpu", batch=1, seqlen=8, within=True, rel_error=1e-6,
+         **extra) -> dict:
+    """One summary row; a timed cell unless median is None or status is not ok."""
+    row = {"cell_id": f"{framework}_{model}_{device}_b{batch}_s{seqlen}_{optimization}",
+           "framework": framework, "model": model, "device": device, "batch": batch,
+           "seqlen": seqlen, "optimization": optimization, "status": status,
+           "reason": reason, "median_ms": median if status == "ok" else np.nan}
+    if status == "ok" and within is not None:
+        row.update(correctness_within_tolerance=within, correctness_max_rel_error=rel_error,
+                   correctness_max_abs_error=rel_error * 10, correctness_tolerance=1e-4,
+                   correctness_precision="fp32")
+    return row | extra
+
+
+def frame(*rows: dict) -> pd.DataFrame:
+    return derive(pd.DataFrame(list(rows)))
+
+
+@pytest.fixture
+def summary() -> pd.DataFrame:
+    """Two frameworks, one model, lengths 8 and 16: PyTorch eager, torchscript (one wrong
+    answer, faster) and compile (out of memory at 16); TensorFlow eager and graph, and
+    xla without an eager baseline at 16; a flagged cell; every reason shape."""
+    unstable = {"flags_unstable": True, "flags_noisy_machine": False,
+                "flags_reasons": "unstable: IQR is 30% of the median (limit 10%)"}
+    steady = {"flags_unstable": False, "flags_noisy_machine": False, "flags_reasons": ""}
+    return frame(
+        cell("pytorch", "eager", 10.0, prepare_s=0.0, cold_start_s=0.5, compile_s=0.49,
+             **steady),
+        cell("pytorch", "eager", 40.0, seqlen=16, **steady),
+        cell("pytorch", "torchscript", 5.0, prepare_s=1.0, cold_start_s=0.2, compile_s=1.0,
+             **unstable),
+        cell("pytorch", "torchscript", 5.0, seqlen=16, within=False, rel_error=0.5,
+             prepare_s=2.0, cold_start_s=0.3, compile_s=3.0, **steady),
+        cell("pytorch", "compile", 2.5, prepare_s=0.0, cold_start_s=9.0, compile_s=8.9975,
+             **steady),
+        cell("pytorch", "compile", status="oom", reason="CUDA out of memory", seqlen=16),
+        cell("pytorch", "graph", status="unsupported", reason="graph does not exist in PyTorch"),
+        cell("pytorch", "graph", status="unsupported", seqlen=16,
+             reason="graph does not exist in PyTorch"),
+        cell("tensorflow", "eager", 20.0, **steady),
+        cell("tensorflow", "eager", status="error", reason="ValueError: boom", seqlen=16),
+        cell("tensorflow", "graph", 4.0, **steady),
+        cell("tensorflow", "graph", 30.0, seqlen=16, **steady),
+        cell("tensorflow", "xla", 16.0, seqlen=16, within=None, **steady),
+        cell("tensorflow", "xla", status="unsupported", reason="XLA needs a GPU here"),
+    )
+
+
+def by_id(frame: pd.DataFrame, cell_id: str) -> pd.Series:
+    return frame.set_index("cell_id").loc[cell_id]
+
+
+# --- the summary and its derived columns ------------------------------------------------
+
+
+def test_speedup_is_over_the_same_cells_eager(summary):
+    speedups = summary.set_index("cell_id")["speedup"]
+    assert speedups["pytorch_bert_cpu_b1_s8_torchscript"] == pytest.approx(10.0 / 5.0)
+    assert speedups["pytorch_bert_cpu_b1_s16_torchscript"] == pytest.approx(40.0 / 5.0)
+    assert speedups["pytorch_bert_cpu_b1_s8_compile"] == pytest.approx(10.0 / 2.5)
+    assert speedups["pytorch_bert_cpu_b1_s8_eager"] == pytest.approx(1.0)
+    assert speedups["tensorflow_bert_cpu_b1_s8_graph"] == pytest.approx(20.0 / 4.0)
+    # No eager timing at length 16 for TensorFlow (an error): no speed-up there.
+    assert np.isnan(speedups["tensorflow_bert_cpu_b1_s16_graph"])
+    assert np.isnan(speedups["tensorflow_bert_cpu_b1_s16_xla"])
+    # Cells without a timing have none either.
+    assert np.isnan(speedups["pytorch_bert_cpu_b1_s16_compile"])
+
+
+def test_wrong_answer_is_checked_and_outside_tolerance(summary):
+    indexed = summary.set_index("cell_id")
+    assert indexed["wrong_answer"].sum() == 1
+    assert indexed.loc["pytorch_bert_cpu_b1_s16_torchscript", "wrong_answer"]
+    # Unchecked is not wrong, and not checked.
+    xla = indexed.loc["tensorflow_bert_cpu_b1_s16_xla"]
+    assert not xla["wrong_answer"] and not xla["checked"]
+    assert indexed["timed"].sum() == 9
+
+
+def test_summary_without_newer_columns_still_derives():
+    old = pd.DataFrame([{"cell_id": "a", "framework": "pytorch", "model": "m", "device": "cpu",
+                         "batch": 1, "seqlen": 8, "optimization": "eager", "status": "ok",
+                         "median_ms": 3.0}])
+    derived = derive(old)
+    assert derived.loc[0, "scenario"] == "inference"
+    assert not derived.loc[0, "wrong_answer"] and not derived.loc[0, "checked"]
+    assert derived.loc[0, "speedup"] == pytest.approx(1.0)
+    assert np.isnan(derived.loc[0, "compile_s"])
+    # Only cell ids and statuses: still a frame the analysis can read.
+    bare = derive(pd.DataFrame({"cell_id": ["x"], "status": ["error"]}))
+    assert not bare["timed"].any() and bare.loc[0, "scenario"] == "inference"
+
+
+def test_scenarios_default_to_inference_and_keep_their_baselines_apart():
+    rows = pd.DataFrame([
+        cell("pytorch", "eager", 10.0) | {"scenario": None},
+        cell("pytorch", "torchscript", 5.0) | {"scenario": "inference"},
+        cell("pytorch", "eager", 1.0) | {"scenario": "zeta", "cell_id": "z"},
+        cell("pytorch", "eager", 1.0) | {"scenario": "echo", "cell_id": "e"},
+    ])
+    derived = derive(rows)
+    assert scenarios(derived) == ["inference", "echo", "zeta"]
+    assert len(of_scenario(derived, "inference")) == 2
+    # torchscript's baseline is inference's eager (10 ms), not another scenario's (1 ms).
+    assert by_id(derived, "pytorch_bert_cpu_b1_s8_torchscript")["speedup"] == pytest.approx(2)
+
+
+def test_an_ambiguous_eager_baseline_is_none():
+    """Cells that share every baseline key (a scenario whose sizes are other columns) have
+    no speed-up rather than one over an arbitrary eager cell, and no row is duplicated."""
+    rows = pd.DataFrame([
+        {"cell_id": f"e{i}", "scenario": "echo", "framework": "pytorch", "model": "m",
+         "device": "cpu", "optimization": optimization, "payload": i % 2, "status": "ok",
+         "median_ms": 1.0 + i}
+        for i, optimization in enumerate(["eager", "eager", "graph"])
+    ])
+    derived = derive(rows)
+    assert derived["cell_id"].tolist() == ["e0", "e1", "e2"]
+    assert derived["speedup"].isna().all()
+
+
+def test_load_reads_a_parquet(tmp_path, summary):
+    path = tmp_path / "summary.parquet"
+    summary.drop(columns=["timed", "checked", "wrong_answer", "eager_ms", "speedup"]).to_parquet(
+        path)
+    loaded = load(path)
+    assert loaded["speedup"].equals(summary["speedup"])
+
+
+# --- environment and status ----------------------------------------------------------------
+
+
+def env_rows(**columns) -> pd.DataFrame:
+    base = {"framework": ["pytorch", "tensorflow", "tensorflow"], "env_fingerprint": ["f"] * 3,
+            "env_hostname": ["h1"] * 3, "env_torch": ["2.0", None, None],
+            "env_git_commit": ["0123456789abcdef"] * 3, "env_git_dirty": [False, True, True]}
+    return pd.DataFrame(base | columns)
+
+
+def test_environment_agrees_when_a_framework_lacks_the_others_version():
+    env = environment.environment(env_rows(env_git_dirty=[False] * 3))
+    assert env.disagree == [] and env.hosts == 0
+    values = dict(zip(env.table[""], env.table["value"], strict=True))
+    assert values["torch"] == "2.0"
+    assert values["git commit"] == "0123456789ab"
+
+
+def test_several_hosts_with_one_fingerprint_are_comparable():
+    env = environment.environment(env_rows(env_hostname=["h1", "h2", "h2"],
+                                           env_git_dirty=[False] * 3))
+    assert env.disagree == [] and env.hosts == 2
+
+
+def test_environment_disagreement_lists_each_combination():
+    env = environment.environment(env_rows())  # the dirty flag differs: git commit disagrees
+    assert env.disagree == ["git commit"]
+    cells = dict(zip(env.table["framework"], env.table["cells"], strict=True))
+    assert cells == {"PyTorch": 1, "TensorFlow": 2}
+    assert set(env.table["git commit"]) == {"0123456789ab", "0123456789ab (dirty)"}
+    assert set(env.table["torch"]) == {"2.0", "—"}  # TensorFlow's cells have no torch
+
+
+def test_status_counts_and_cells_without_timing(summary):
+    counts = status.status_counts(summary).set_index("framework")
+    assert list(counts.columns) == ["ok", "oom", "unsupported", "error", "total"]
+    assert counts.loc["PyTorch"].tolist() == [5, 1, 2, 0, 8]
+    assert counts.loc["TensorFlow"].tolist() == [4, 0, 1, 1, 6]
+    assert counts.loc["total"].tolist() == [9, 1, 3, 1, 14]
+    untimed = status.untimed(summary)
+    assert untimed["status"].tolist() == ["error", "oom", "unsupported", "unsupported",
+                                          "unsupported"]
+    assert untimed["cell_id"].iloc[2:].is_monotonic_increasing
+
+
+# --- flags -------------------------------------------------------------------------------------
+
+
+def test_flags_recomputed_with_the_harness_thresholds():
+    rows = frame(
+        cell(median=1.0, relative_iqr=UNSTABLE_RELATIVE_IQR, utilization_steal_fraction=0.0),
+        cell(median=1.0, seqlen=2, relative_iqr=UNSTABLE_RELATIVE_IQR * 1.01,
+             utilization_steal_fraction=NOISY_STEAL_FRACTION),
+        cell(median=1.0, seqlen=3, relative_iqr=0.01,
+             utilization_steal_fraction=NOISY_STEAL_FRACTION * 1.01),
+        cell(median=1.0, seqlen=4, relative_iqr=0.01, utilization_steal_fraction=np.nan),
+        cell(status="error", seqlen=5, reason="x"),
+    )
+    flagged = flags.recompute(rows)
+    assert flagged["unstable"].tolist() == [False, True, False, False]
+    assert flagged["noisy_machine"].tolist() == [False, False, True, False]
+    assert flagged["reasons"].iloc[2].startswith("noisy machine: 5% of the CPU time")
+    assert flagged["reasons"].iloc[0] == ""
+
+
+def harness_record(tmp_path: Path, name: str, samples_ms: list[float], steal: float) -> Path:
+    """A real v1 record whose timing comes from `samples_ms` and whose timed loop the host
+    stole `steal` of the CPU from, annotated by the harness's own supervisor code."""
+    record = json.loads(V1_RUN.read_text())
+    record["cell_id"] = name
+    record["params"]["seqlen"] = len(list(tmp_path.iterdir())) + 1
+    record["timing"].update(summarize(samples_ms), samples_ms=samples_ms,
+                            iterations=len(samples_ms))
+    start = datetime.fromisoformat(record["started_at"]).timestamp()
+    loop_start = start + record["startup"]["first_timed_iteration_s"]
+    sampler = ProcessSampler(pid=-1)  # no such process: nothing is read, samples planted
+    total = 1000
+    sampler.samples = [Sample(loop_start + 0.001, 100.0, 0.0, 0, 0, 0),
+                       Sample(loop_start + 0.002, 100.0, 0.001, 500, round(steal * total),
+                              total)]
+    sampler.memory = [(s.time, s.rss_mb) for s in sampler.samples]
+    record = records.annotate(record, sampler, None)
+    path = tmp_path / f"{name}.json"
+    result.write_json_atomic(path, record)
+    return path
+
+
+def test_flags_recomputed_from_the_summary_match_the_harness(tmp_path):
+    spreads = {"steady": ([10.0] * 9 + [10.5], 0.0), "unstable": ([8.0, 10.0, 12.0, 14.0], 0.0),
+               "noisy": ([10.0] * 10, 0.2), "both": ([5.0, 10.0, 20.0], 0.5),
+               "edge": ([10.0] * 10, NOISY_STEAL_FRACTION)}
+    paths = [harness_record(tmp_path, name, samples, steal)
+             for name, (samples, steal) in spreads.items()]
+    summary = aggregate.summarize(paths)
+    stored = summary.set_index("cell_id")
+    recomputed = flags.recompute(summary).set_index(summary["cell_id"])
+    assert stored["flags_unstable"].astype(bool).tolist() == [False, True, False, True, False]
+    assert recomputed["unstable"].tolist() == stored["flags_unstable"].astype(bool).tolist()
+    assert (recomputed["noisy_machine"].tolist()
+            == stored["flags_noisy_machine"].astype(bool).tolist())
+    assert recomputed["reasons"].tolist() == stored["flags_reasons"].fillna("").tolist()
+    assert stored.loc["noisy", "flags_noisy_machine"] and not stored.loc["edge",
+                                                                          "flags_noisy_machine"]
+
+
+def test_stored_flags_read_missing_as_unflagged(summary):
+    assert flags.flagged(summary).sum() == 1
+    assert not flags.flagged(summary.drop(columns=["flags_unstable", "flags_noisy_machine"])).any()
+
+
+# --- the latency spreadsheet ----------------------------------------------------------------
+
+
+def test_latency_sheet_marks_flags_wrong_answers_and_reasons(summary):
+    sheets = {(s.framework, s.optimization): s for s in latency.sheets(summary)}
+    assert list(sheets) == sorted(sheets)  # framework, then optimization
+    torchscript = sheets["pytorch", "torchscript"].table
+    assert torchscript.columns.tolist() == ["model", "batch", "seqlen 8", "seqlen 16"]
+    assert torchscript.iloc[0].tolist() == ["bert", 1, "5.00 †", "5.00 ✗"]
+    tips = sheets["pytorch", "torchscript"].tooltips.iloc[0].tolist()
+    assert tips[:2] == ["", ""]
+    assert tips[2] == "unstable: IQR is 30% of the median (limit 10%)"
+    assert tips[3] == "wrong answer: max rel error 5.0e-01 > tolerance 1.0e-04"
+    compiled = sheets["pytorch", "compile"]
+    assert compiled.table.iloc[0, 2:].tolist() == ["2.50", "N/A (out of memory)"]
+    assert compiled.tooltips.iloc[0, 3] == "oom: CUDA out of memory"
+    # Every cell of a sheet unsupported for one reason: one line instead of a table.
+    assert sheets["pytorch", "graph"].not_run == (2, "unsupported",
+                                                  "graph does not exist in PyTorch")
+    assert sheets["pytorch", "graph"].table is None
+    # One cell only: a table even though it did not run.
+    assert sheets["tensorflow", "xla"].table.iloc[0, 2:].tolist() == [
+        "N/A (XLA needs a GPU here)", "16.0"]
+
+
+def test_latency_sheet_marks_cells_outside_the_matrix():
+    sheet = latency.sheets(frame(cell(median=1234.5, model="a"), cell(median=0.01234, model="b",
+                                                                       seqlen=16)))[0]
+    assert sheet.table["model"].tolist() == ["a", "b"]
+    assert sheet.table[["seqlen 8", "seqlen 16"]].to_numpy().tolist() == [
+        ["1,234", "—"], ["—", "0.0123"]]
+    assert sheet.tooltips[["seqlen 8", "seqlen 16"]].to_numpy().tolist() == [["", ""],
+                                                                             ["", ""]]
+
+
+def test_long_reasons_are_shortened_with_the_full_reason_on_hover():
+    reason = "sequence length 4096 exceeds the model's maximum of 512 positions"
+    sheet = latency.sheets(frame(cell(status="unsupported", reason=reason)))[0]
+    text = sheet.table.iloc[0, 2]
+    assert text.startswith("N/A (sequence length 4096") and text.endswith("…)")
+    assert len(text) == len("N/A ()") + 40
+    assert sheet.tooltips.iloc[0, 2] == f"unsupported: {reason}"
+
+
+# --- measurement quality --------------------------------------------------------------------
+
+
+def test_quality_shows_the_flagged_cells_least_stable_first():
+    rows = frame(
+        cell(median=1.0, relative_iqr=0.2, flags_unstable=True, flags_reasons="a"),
+        cell(median=2.0, seqlen=2, relative_iqr=0.5, flags_unstable=True, flags_reasons="b"),
+        cell(median=3.0, seqlen=3, relative_iqr=0.9, flags_unstable=False, flags_reasons=""),
+    )
+    measured = quality.quality(timed(rows))
+    assert measured.flagged == 2
+    assert measured.table["cell"].tolist() == ["pytorch_bert_cpu_b1_s2_eager",
+                                               "pytorch_bert_cpu_b1_s8_eager"]
+    assert measured.table["IQR / median"].tolist() == ["50.0%", "20.0%"]
+    calm = quality.quality(timed(rows.assign(flags_unstable=False)))
+    assert calm.flagged == 0 and calm.table["median ms"].tolist() == ["3.00", "2.00", "1.00"]
+    assert quality.quality(timed(frame(cell(median=1.0)))) is None
+
+
+# --- speed-ups ------------------------------------------------------------------------------
+
+
+def test_speedup_panels_hold_every_cell_of_their_optimization(summary):
+    panels = {(p.framework, p.optimization): p for p in speedup.panels(summary)}
+    # Eager has no panel, nor xla (its only timing has no eager baseline).
+    assert set(panels) == {("pytorch", "torchscript"), ("pytorch", "compile"),
+                           ("tensorflow", "graph")}
+    compiled = panels["pytorch", "compile"]
+    assert compiled.speedup.columns.tolist() == [8, 16]
+    assert compiled.speedup.iloc[0, 0] == pytest.approx(4.0)
+    assert np.isnan(compiled.speedup.iloc[0, 1])
+    assert compiled.timed.iloc[0].tolist() == [True, False]
+    assert panels["pytorch", "torchscript"].wrong.iloc[0].tolist() == [False, True]
+    graph = panels["tensorflow", "graph"]
+    assert graph.timed.iloc[0].tolist() == [True, True]  # 16 ran, without a baseline
+    assert np.isnan(graph.speedup.iloc[0, 1])
+    # The colour scale holds the largest speed-up (8×) on a log2 scale.
+    assert speedup.scale(summary) == pytest.approx(3.0)
+    assert speedup.scale(frame(cell(median=10.0), cell(optimization="x", median=9.0))) == (
+        pytest.approx(math.log2(speedup.MIN_SCALE)))
+
+
+def test_overview_geometric_mean_compile_time_and_verdict(summary):
+    table, left_out = speedup.overview(summary, several_devices=False)
+    assert left_out == 1  # PyTorch's graph: another framework's optimization
+    rows = table.set_index(["framework", "optimization"])
+    assert "device" not in table
+    # torchscript: 2× and 8×, geometric mean 4×; one of its two checked answers is wrong.
+    torchscript = rows.loc[("PyTorch", "torchscript")]
+    assert torchscript["speed-up over eager"] == "4.00× (2.00–8.00)"
+    assert torchscript["correctness"] == "✗ 1 of 2 outside tolerance"
+    assert torchscript["compile time (s)"] == "2.00"  # the median of 1 and 3
+    assert torchscript["max rel error"] == "5.0e-01"
+    assert torchscript["cells"] == "2 of 2"
+    assert rows.loc[("PyTorch", "compile"), "cells"] == "1 of 2"
+    assert rows.loc[("PyTorch", "eager"), "speed-up over eager"] == "1 (the baseline)"
+    assert rows.loc[("PyTorch", "eager"), "correctness"] == "✓ all 2 within tolerance"
+    assert rows.loc[("TensorFlow", "graph"), "speed-up over eager"] == "5.00× (5.00–5.00)"
+    xla = rows.loc[("TensorFlow", "xla")]
+    assert xla["speed-up over eager"] == "— (no eager baseline)"
+    assert xla["correctness"] == "not checked"
+
+
+def test_overview_names_why_an_optimization_never_ran():
+    rows = frame(cell(median=10.0),
+                 cell(optimization="compile", status="oom", reason="out of host memory"),
+                 cell(optimization="compile", status="oom", reason="x", seqlen=16))
+    table, left_out = speedup.overview(rows, several_devices=True)
+    row = table.set_index("optimization").loc["compile"]
+    assert left_out == 0
+    assert row["cells"] == "0 of 2" and row["speed-up over eager"] == "N/A (out of memory)"
+    assert row["device"] == "cpu" and row["correctness"] == ""
+
+
+def test_geomean_ignores_missing_values():
+    assert speedup.geomean(pd.Series([1.0, 4.0, np.nan, 16.0])) == pytest.approx(4.0)
+    assert np.isnan(speedup.geomean(pd.Series([np.nan])))
+
+
+# --- compile time, correctness, GPU, start-up ------------------------------------------------
+
+
+def test_compile_tables(summary):
+    table = compilation.compile_times(timed(summary), several_devices=False)
+    torchscript = table.set_index(["framework", "optimization"]).loc[("PyTorch", "torchscript")]
+    assert torchscript["cells"] == 2
+    assert torchscript["prepare (s)"] == "1.50"
+    assert torchscript["first call (s)"] == "0.25"
+    assert torchscript["slowest cell (s)"] == "3.00"
+    assert torchscript["compile time (s)"] == "2.00"
+    assert table.set_index("optimization").loc["graph", "compile time (s)"] == ""
+    per_model = compilation.compile_per_model(timed(summary), several_devices=True)
+    assert per_model.columns.tolist() == ["framework", "optimization", "device", "bert"]
+    assert per_model.set_index("optimization").loc["compile", "bert"] == "9.00"
+    assert compilation.compile_times(
+        timed(frame(cell(median=1.0, compile_s=0.001))), False)["compile time (s)"].tolist() == [
+        "<0.01"]
+
+
+def test_correctness_tables(summary):
+    errors = correctness.errors(timed(summary), several_devices=False)
+    rows = errors.set_index(["framework", "optimization"])
+    assert ("TensorFlow", "xla") not in rows.index  # not checked
+    assert rows.loc[("PyTorch", "torchscript"), "outside tolerance"] == "✗ 1"
+    assert rows.loc[("PyTorch", "eager"), "outside tolerance"] == "0"
+    assert rows.loc[("PyTorch", "torchscript"), "max abs error"] == "5.0e+00"
+    wrong = correctness.wrong_answers(timed(summary))
+    assert wrong["cell_id"].tolist() == ["pytorch_bert_cpu_b1_s16_torchscript"]
+    table = correctness.wrong_answer_table(wrong)
+    assert table.iloc[0].tolist() == ["pytorch_bert_cpu_b1_s16_torchscript", "8.00×", "5.00",
+                                      "5.0e+00", "5.0e-01", "1.0e-04"]
+
+
+def test_wrong_answers_largest_speedup_first():
+    rows = frame(cell(median=10.0), cell(optimization="a", median=5.0, within=False),
+                 cell(optimization="b", median=2.0, within=False),
+                 cell(optimization="c", median=20.0, within=False))
+    assert correctness.wrong_answers(timed(rows))["optimization"].tolist() == ["b", "a", "c"]
+
+
+def test_gpu_table_shows_gpu_cells_only():
+    rows = frame(cell(median=10.0), cell(median=2.0, device="gpu", device_time_median_ms=1.5,
+                                         device_allocated_peak_mb=1234.4))
+    gpu_cells = gpu.gpu_cells(timed(rows))
+    table = gpu.gpu_table(gpu_cells)
+    assert table.columns.tolist() == ["cell", "host median ms", "device median ms",
+                                      "allocated peak MiB"]
+    assert table.iloc[0].tolist() == ["pytorch_bert_gpu_b1_s8_eager", "2.00", "1.50", "1,234"]
+
+
+def test_startup_counts_only_the_first_cell_of_each_process():
+    rows = frame(
+        cell(median=1.0, imports_done_s=4.0, cold_start_s=1.0, process_position=0),
+        cell(median=1.0, seqlen=2, imports_done_s=6.0, cold_start_s=3.0, process_position=0),
+        cell(median=1.0, seqlen=3, imports_done_s=0.1, cold_start_s=0.1, process_position=1,
+             process_cells=2),
+    )
+    assert startup.grouped(timed(rows)).tolist() == [False, False, True]
+    table = startup.startup(timed(rows))
+    assert table.columns.tolist() == ["framework", "optimization", "cells", "imports done (s)",
+                                      "cold call (s)"]
+    assert table.iloc[0].tolist() == ["PyTorch", "eager", 2, "5.00", "2.00"]
+    assert startup.startup(timed(frame(cell(status="error", reason="x")))) is None
+
+
+# --- PyTorch / TensorFlow -------------------------------------------------------------------
+
+
+def test_ratio_pairs_the_best_right_answer_of_each_framework(summary):
+    pairs = ratio.pairs(timed(summary)).set_index("seqlen")
+    # Length 8: PyTorch's best is compile (2.5 ms), TensorFlow's graph (4 ms).
+    assert pairs.loc[8, "ratio"] == pytest.approx(2.5 / 4.0)
+    assert pairs.loc[8, "text"] == "0.62 (compile vs graph)"
+    # Length 16: torchscript (5 ms) is wrong, so PyTorch's best is eager (40 ms); xla (16 ms)
+    # beats graph (30 ms) although unchecked.
+    assert pairs.loc[16, "ratio"] == pytest.approx(40.0 / 16.0)
+    assert (pairs.loc[16, "optimization_pt"], pairs.loc[16, "optimization_tf"]) == ("eager",
+                                                                                     "xla")
+    table = ratio.ratio_table(pairs.reset_index())
+    assert table.columns.tolist() == ["model, batch", "seqlen 8", "seqlen 16"]
+    assert table.iloc[0].tolist() == ["bert, batch 1", "0.62 (compile vs graph)",
+                                      "2.50 (eager vs xla)"]
+    grid = ratio.ratio_grid(pairs.reset_index())
+    assert grid.loc["bert, batch 1"].tolist() == pytest.approx([0.625, 2.5])
+
+
+def test_ratio_needs_both_frameworks_on_the_same_cell():
+    rows = frame(cell("pytorch", median=1.0), cell("tensorflow", median=2.0, seqlen=16))
+    assert ratio.pairs(timed(rows)).empty
+    assert ratio.pairs(timed(frame(cell("pytorch", median=1.0)))).empty
+
+
+def test_ratio_labels_name_the_device_when_there_are_several():
+    rows = frame(cell("pytorch", median=1.0), cell("tensorflow", median=2.0),
+                 cell("pytorch", median=1.0, device="gpu"),
+                 cell("tensorflow", median=4.0, device="gpu"))
+    pairs = ratio.pairs(timed(rows))
+    assert sorted(pairs["label"]) == ["bert, batch 1 (cpu)", "bert, batch 1 (gpu)"]
+    assert sorted(pairs["ratio"]) == pytest.approx([0.25, 0.5])
+
+
+# --- a scenario without a section of its own -------------------------------------------------
+
+
+def test_generic_table_of_a_scenario_with_its_parameters():
+    rows = frame(
+        {"cell_id": "e1", "scenario": "echo", "framework": "pytorch", "device": "cpu",
+         "optimization": "eager", "payload_kib": 64, "mode": "fast", "status": "ok",
+         "reason": None, "median_ms": 2.0, "p99_ms": 3.0, "p90_ms": 2.5, "bytes_per_s": 1e6,
+         "iterations": 10, "relative_iqr": 0.1, "utilization_samples": 5, "env_torch": "2"},
+        {"cell_id": "e2", "scenario": "echo", "framework": "pytorch", "device": "cpu",
+         "optimization": "eager", "payload_kib": 8, "mode": "fast", "status": "oom",
+         "reason": "too big", "median_ms": np.nan},
+        cell(median=1.0),  # inference: its batch and length are not echo's
+    )
+    echo = of_scenario(rows, "echo")
+    assert generic.parameter_columns(echo) == ["framework", "device", "optimization",
+                                               "payload_kib", "mode"]
+    table = generic.scenario_table(echo)
+    assert table.columns.tolist() == ["framework", "device", "optimization", "payload_kib",
+                                      "mode", "status", "reason", "median ms", "p90 ms",
+                                      "p99 ms", "bytes/s"]
+    assert table["payload_kib"].tolist() == [8, 64]  # sorted by the parameters
+    assert table.iloc[0][["status", "reason", "median ms"]].tolist() == ["oom", "too big", ""]
+    assert table.iloc[1][["median ms", "p90 ms", "p99 ms", "bytes/s"]].tolist() == [
+        "2.00", "2.50", "3.00", "1,000,000"]
+
+
+# --- plots ----------------------------------------------------------------------------------
+
+
+def test_plots_draw_on_the_given_axes(summary):
+    from matplotlib.figure import Figure
+
+    figure = plots.latency_vs_length(timed(summary), Figure())
+    assert len(figure.axes) == 1  # one model, one batch size
+    lines = [line for line in figure.axes[0].get_lines() if len(line.get_xdata())]
+    assert len(lines) == 6  # PyTorch eager, torchscript, compile; TensorFlow eager, graph, xla
+    assert figure.legends and "PyTorch" in [t.get_text() for t in figure.legends[0].texts]
+    for panel in speedup.panels(summary):
+        ax = Figure(figsize=plots.speedup_size(panel)).subplots()
+        assert plots.speedup_heatmap(ax, panel, speedup.scale(summary), False) is ax
+    texts = [t.get_text() for t in ax.texts]  # TensorFlow graph: 5×, and 16 ran unbaselined
+    assert texts[:1] == ["5.00"] and ax.get_title() == "TensorFlow graph vs TensorFlow eager"
+    compiled = next(p for p in speedup.panels(summary) if p.optimization == "compile")
+    ax = plots.speedup_heatmap(Figure().subplots(), compiled, 2.0, True)
+    assert "N/A" in [t.get_text() for t in ax.texts] and "(cpu)" in ax.get_title()
+    grid = ratio.ratio_grid(ratio.pairs(timed(summary)))
+    ax = plots.ratio_heatmap(Figure(figsize=plots.ratio_size(grid)).subplots(), grid)
+    assert [t.get_text() for t in ax.texts] == ["0.62", "2.50"]

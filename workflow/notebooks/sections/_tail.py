@@ -1,0 +1,55 @@
+# %% tags=["parameters"]
+# The end of the report, for the cells of every scenario. This cell lets the section run on
+# its own; in the report, the head's parameters replace it.
+summary = "results/summary.parquet"
+
+# %%
+from dlbench.analysis.quality import quality
+from dlbench.analysis.startup import startup
+from dlbench.analysis.summary import load, timed
+from dlbench.measure.flags import NOISY_STEAL_FRACTION, UNSTABLE_RELATIVE_IQR
+from dlbench.report.display import say, show
+from dlbench.report.format import blank_repeats
+
+df = load(summary)
+ok = timed(df)
+
+# %% [markdown]
+# ## Measurement quality
+
+# %%
+say(f"Every cell keeps all its per-iteration times. A cell is flagged **unstable** when the "
+    f"spread of its iterations (IQR) is above {UNSTABLE_RELATIVE_IQR:.0%} of its median, and "
+    f"**noisy machine** when the host stole more than {NOISY_STEAL_FRACTION:.0%} of the CPU "
+    "time during its timed loop (shared virtual machines lose CPU to their host, and "
+    "latencies rise with it): re-run just those cells. The supervising process sampled the "
+    "cell's CPU use and the machine's load at ~100 Hz while it ran.")
+
+# %%
+measured = quality(ok)
+if measured is None:
+    say("No cell produced a timing, so there is no measurement quality to show.")
+else:
+    if measured.flagged:
+        say(f"**{measured.flagged} of {len(ok)} timed cells are flagged:**")
+    else:
+        say(f"None of the {len(ok)} timed cells is flagged.")
+    show(measured.table,
+         "Flagged cells" if measured.flagged else "The least stable timed cells first",
+         left=[c for c in ("cell", "flag") if c in measured.table])
+
+# %% [markdown]
+# ## Start-up cost
+#
+# Every cell pays a fixed cost before its timed loop: importing the framework, building the model,
+# and the first (cold) call, which includes compilation or tracing. The times below are seconds
+# since process start at each phase (medians over the cells with a timing), and the duration of
+# the cold call itself. Cells measured later in a group's process (`per_group`) paid no import
+# and found the framework set up, so only the first cell of each process counts here.
+
+# %%
+costs = startup(ok)
+if costs is None:
+    say("No cell produced a timing, so there is no start-up cost to show.")
+else:
+    show(blank_repeats(costs, "framework"))
