@@ -71,7 +71,10 @@ if ((test)); then
     fi
     # env: sudo would drop DEBIAN_FRONTEND; the lock timeout waits for another apt or dpkg.
     apt_get() { "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -qq -o DPkg::Lock::Timeout=300 "$@"; }
-    install_() { apt_get install -y --no-install-recommends "${missing[@]}" > /dev/null; }
+    install_() {
+      apt_get install -y --no-install-recommends "${missing[@]}" \
+        > /dev/null 2> >(grep -v "^debconf: delaying package configuration" >&2)
+    }
     # The package lists are refreshed only when they lack a package or are out of date.
     if ! apt-cache show "${missing[@]}" > /dev/null 2>&1 || ! install_; then
       apt_get update

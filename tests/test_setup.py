@@ -454,7 +454,8 @@ def test_the_reader_finds_what_the_suite_is_known_to_need():
 
 
 def test_setup_declares_and_installed_everything_the_tests_need():
-    assert problems(_test_files(), REPO / "scripts", SETUP) == []
+    found = problems(_test_files(), REPO / "scripts", SETUP)
+    assert not found, "\n" + "\n".join(found)
 
 
 def test_a_package_dropped_from_the_setup_is_caught(tmp_path):
