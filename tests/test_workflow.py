@@ -10,6 +10,8 @@ from dlbench import config, result
 from dlbench.matrix import expand_cells
 from tests.conftest import REPO, TINY_CONFIG, snakemake
 
+pytestmark = pytest.mark.slow  # end-to-end: `pytest -m "not slow"` skips it
+
 PROFILE = ["--workflow-profile", str(REPO / "workflow" / "profiles" / "default")]
 
 
