@@ -43,6 +43,7 @@ def test_exception_is_an_error_result_and_the_job_succeeds(tmp_path):
     assert record["reason"] == "PlantedFault: planted fault in pytorch_tiny-bert_cpu_b1_s8_eager"
 
 
+@pytest.mark.slow
 def test_allocating_without_limit_is_stopped_as_oom(tmp_path):
     code, record, out, _ = run_cell(tmp_path, "oom", "--max-host-memory-gib=1.5")
     assert (code, out) == (0, True)
@@ -50,6 +51,7 @@ def test_allocating_without_limit_is_stopped_as_oom(tmp_path):
     assert "above the guard's limit of 1.5 GiB" in record["reason"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("fault", "reason"), [
     ("crash", "crashed: the measuring process was killed by SIGSEGV"),
     ("kill", "crashed: the measuring process was killed by SIGKILL"),
@@ -63,6 +65,7 @@ def test_crash_or_hang_fails_the_job_and_keeps_a_record(tmp_path, fault, reason)
     assert time.monotonic() - started < 60  # a hang is cut at the limit, not waited out
 
 
+@pytest.mark.slow
 def test_a_later_success_clears_the_failed_record(tmp_path):
     run_cell(tmp_path, "crash")
     code, record, out, failed = run_cell(tmp_path, "")
@@ -79,6 +82,7 @@ def _statuses(workdir) -> dict[str, str]:
     return dict(zip(summary["cell_id"], summary["status"], strict=True))
 
 
+@pytest.mark.slow
 def test_crashed_cell_is_reported_and_only_it_is_retried(tmp_path):
     crashed = "tensorflow_tiny-bert_cpu_b1_s8_eager"
     first = _snakemake_with_fault(tmp_path, f"crash@{crashed}")
@@ -111,6 +115,7 @@ def _mtimes(workdir) -> dict[str, float]:
     return {p.stem: p.stat().st_mtime for p in (workdir / "results" / "runs").glob("*.json")}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
 def test_interrupted_run_leaves_nothing_half_written_and_resumes(tmp_path, sig):
     slow = {**SMALL, "measurement": {**SMALL["measurement"], "min_duration_s": 2}}
@@ -151,6 +156,7 @@ def test_interrupted_run_leaves_nothing_half_written_and_resumes(tmp_path, sig):
     assert finished and not remeasured & finished, rerun.stdout[-3000:]
 
 
+@pytest.mark.slow
 def test_timing_cells_never_overlap_under_load(tmp_path):
     """--cores 4 on 2 cores: measuring cells wait for the device, the others do not."""
     run = snakemake(tmp_path, tiny_config(devices=["cpu"]), *PROFILE, "--cores", "4")
@@ -172,6 +178,7 @@ def test_timing_cells_never_overlap_under_load(tmp_path):
         "the jobs that time nothing ran one at a time")
 
 
+@pytest.mark.slow
 def test_two_cells_started_together_take_turns(tmp_path):
     """The device lock alone, without Snakemake: two timing cells never overlap."""
     outs = [tmp_path / f"runs/cell{i}.json" for i in range(2)]

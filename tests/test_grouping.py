@@ -54,6 +54,7 @@ def test_group_writes_one_result_per_cell_from_one_process(tmp_path):
     assert not list((tmp_path / "runs").glob(".*"))  # no child records left behind
 
 
+@pytest.mark.slow
 def test_group_compiles_each_shape_afresh(tmp_path):
     """torch.compile's caches are cleared between cells: the second shape is compiled
     from scratch, not as a recompilation (which would switch to dynamic shapes)."""
@@ -64,6 +65,7 @@ def test_group_compiles_each_shape_afresh(tmp_path):
     assert "Recompiling function" not in done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("fault", "reason"), [
     ("crash", "crashed: the measuring process was killed by SIGSEGV"),
     ("hang", "timed out: still running after 6 s (measurement.timeout_s)"),
@@ -83,6 +85,7 @@ def test_a_failing_cell_costs_only_itself(tmp_path, fault, reason):
     assert not (tmp_path / "failed").exists()
 
 
+@pytest.mark.slow
 def test_grouped_and_isolated_cells_agree_within_the_noise(tmp_path):
     """The same cells, each in 3 fresh processes and then all in one: every grouped median
     lies within the spread of the fresh processes' medians, widened by 10%."""
@@ -99,6 +102,7 @@ def test_grouped_and_isolated_cells_agree_within_the_noise(tmp_path):
         assert low <= record["timing"]["median_ms"] <= high, (cell, repeats, record["timing"])
 
 
+@pytest.mark.slow
 def test_workflow_runs_one_job_per_group(tmp_path):
     matrix = tiny_config(models=["tiny-bert"], devices=["cpu"],
                          measurement={"process": "per_group"})
@@ -115,6 +119,7 @@ def test_workflow_runs_one_job_per_group(tmp_path):
     assert (tmp_path / "report" / "report.html").exists()
 
 
+@pytest.mark.slow
 def test_sigterm_stops_the_group_and_keeps_records_of_the_rest(tmp_path):
     """A cancelled job (SIGTERM, as from scancel or a time limit): no further cell starts,
     the job fails, and the cells it did not finish are kept as failed records."""

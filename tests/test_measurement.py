@@ -44,6 +44,7 @@ def test_flags_name_their_reason():
     ]
 
 
+@pytest.mark.slow
 def test_bert_base_peak_memory_exceeds_its_weights_and_uses_both_threads(tmp_path):
     record = run_cell(tmp_path, "--framework=pytorch", "--model=bert-base-uncased",
                       "--device=cpu", "--batch=1", "--seqlen=64", "--optimization=eager",
@@ -59,6 +60,7 @@ def test_bert_base_peak_memory_exceeds_its_weights_and_uses_both_threads(tmp_pat
     assert 0 <= use["steal_fraction"] <= 1 and "flags" in record
 
 
+@pytest.mark.slow
 def test_repeats_run_in_fresh_processes_and_pool_their_samples(tmp_path):
     record = run_cell(tmp_path, "--framework=pytorch", "--model=tiny-bert", "--device=cpu",
                       "--batch=1", "--seqlen=8", "--optimization=eager", "--repeats=3")

@@ -167,6 +167,7 @@ def test_a_stale_reference_is_refused(tmp_path):
         load_reference(path, ids, {"hidden": 8})
 
 
+@pytest.mark.slow
 def test_tensorflow_gets_pytorchs_weights_without_torch(references):
     """Every 2019 family, in one TensorFlow process: the same function as PyTorch, to fp32."""
     code = f"""
@@ -202,6 +203,7 @@ print("torch imported:", "torch" in sys.modules)
 # -- every optimization in both frameworks, JSON validated -------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("framework", "model", "optimization"),
     [
@@ -248,6 +250,7 @@ def test_optimization_runs_checks_and_validates(tmp_path, references, framework,
         assert check["max_rel_error"] < 1e-5
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("framework", ["pytorch", "tensorflow"])
 def test_a_planted_wrong_answer_is_flagged(tmp_path, references, framework):
     record = run_cell(tmp_path, references, framework, "tiny-bert", "planted-error",
@@ -261,6 +264,7 @@ def test_a_planted_wrong_answer_is_flagged(tmp_path, references, framework):
 # -- the summary and the report ----------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_summary_and_report_show_speed_compile_time_correctness_and_reasons(tmp_path,
                                                                            references):
     env = {TEST_RECIPES_VARIABLE: "1"}

@@ -44,6 +44,7 @@ def slice_run(tmp_path_factory):
     return workdir
 
 
+@pytest.mark.slow
 def test_the_slice_runs_every_cell_that_applies(slice_run):
     sliced = config.load_file(PRESET)
     sliced["inference"].update(models=["tiny-xlnet", "tiny-xlm"], batch_sizes=[1],
@@ -70,6 +71,7 @@ def test_the_slice_runs_every_cell_that_applies(slice_run):
         "tiny-xlnet/b1_s8.npz", "tiny-xlnet/model.safetensors"]
 
 
+@pytest.mark.slow
 def test_summary_and_report_show_speed_compile_time_and_correctness(slice_run):
     summary = pd.read_parquet(slice_run / "results" / "summary.parquet")
     ok = summary[summary["status"] == "ok"]

@@ -20,6 +20,8 @@ from dlbench import config, result
 from dlbench.matrix import expand_cells
 from tests.conftest import BIN, REPO, tool_env
 
+pytestmark = pytest.mark.slow  # end-to-end: `pytest -m "not slow"` skips it
+
 UP, DOWN = REPO / "scripts" / "slurm" / "up.sh", REPO / "scripts" / "slurm" / "down.sh"
 RUN_TIMEOUT_S = 480  # the workflow takes about a minute; SIGKILL after this, never a hang
 

@@ -17,6 +17,8 @@ import pytest
 
 from tests.conftest import REPO, snakemake
 
+pytestmark = pytest.mark.slow  # end-to-end: `pytest -m "not slow"` skips it
+
 FIXTURE = REPO / "tests" / "data" / "v1_results"
 
 

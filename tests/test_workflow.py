@@ -12,6 +12,8 @@ from dlbench.report.format import fmt_ms, framework_name, na
 from tests import report_html
 from tests.conftest import REPO, TINY_CONFIG, snakemake
 
+pytestmark = pytest.mark.slow  # end-to-end: `pytest -m "not slow"` skips it
+
 PROFILE = ["--workflow-profile", str(REPO / "workflow" / "profiles" / "default")]
 
 

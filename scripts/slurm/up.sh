@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Bring up a real single-node SLURM on this machine, for tests: munged, slurmctld and slurmd
 # from Debian's packages, with fake GPU devices so that jobs asking for `--gpus=1` can be
-# scheduled on a machine without one. Needs root on Debian (no systemd needed).
+# scheduled on a machine without one. Needs root on Debian (no systemd needed), and the
+# packages slurmctld, slurmd, slurm-client and munge: `scripts/setup.sh --test` installs them.
 #   scripts/slurm/up.sh [SCRATCH]   (default /tmp/dlbench-slurm)
 #   scripts/slurm/down.sh [SCRATCH] stops exactly the daemons this started and cleans up.
 # Everything (state, spool, logs, pid files, munge socket, fake devices) lives under SCRATCH;
@@ -20,26 +21,19 @@ ETC=/etc/slurm
 say() { echo "slurm-up: $*" >&2; }
 die() { say "$*"; exit 1; }
 
-[[ $(id -u) -eq 0 ]] || die "needs root (it installs packages and starts slurmd as root)"
-[[ -f /etc/debian_version ]] || die "needs Debian (it installs Debian's slurm packages)"
+[[ $(id -u) -eq 0 ]] || die "needs root (it starts slurmd as root)"
+[[ -f /etc/debian_version ]] || die "needs Debian (it runs Debian's slurm packages)"
 [[ -e "$SCRATCH/pids" ]] && die "$SCRATCH/pids exists: a cluster is up; run scripts/slurm/down.sh $SCRATCH"
 
-# --- packages: installed once; the package lists are refreshed only when needed ---------------
+# --- packages: installed up front by scripts/setup.sh --test; checked here, each on its own ---
 missing=()
 for package in "${PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$package" 2> /dev/null | grep -q "ok installed" || missing+=("$package")
+  dpkg-query -W -f='${Status}' "$package" 2> /dev/null | grep -q " ok installed$" || missing+=("$package")
 done
-if ((${#missing[@]})); then
-  say "installing ${missing[*]} (Debian)"
-  export DEBIAN_FRONTEND=noninteractive
-  install_() { apt-get install -y -qq --no-install-recommends "${missing[@]}" > /dev/null; }
-  if ! apt-cache show "${missing[@]}" > /dev/null 2>&1 || ! install_; then
-    apt-get update -qq
-    install_
-  fi
-fi
+((${#missing[@]} == 0)) \
+  || die "missing Debian packages: ${missing[*]}; install them with scripts/setup.sh --test"
 for tool in munged slurmctld slurmd sinfo sbatch squeue scontrol; do
-  command -v "$tool" > /dev/null || die "$tool not found after installing ${PACKAGES[*]}"
+  command -v "$tool" > /dev/null || die "$tool not found, although ${PACKAGES[*]} are installed"
 done
 
 # --- scratch layout ---------------------------------------------------------------------------
