@@ -118,3 +118,22 @@ def test_second_run_has_nothing_to_do(workflow_run):
     run = snakemake(workflow_run, TINY_CONFIG, *PROFILE, "--cores", "2", "--dry-run")
     assert run.returncode == 0
     assert "Nothing to be done" in run.stdout + run.stderr
+
+
+def test_snakemakes_provenance_report_holds_summary_report_and_logs(workflow_run, cells):
+    """`snakemake --report`: the summary, dlbench's report and every measuring job's log are
+    in Snakemake's own provenance view, as the files themselves."""
+    import base64
+    import re
+
+    run = snakemake(workflow_run, TINY_CONFIG, "--report", "report/provenance.html")
+    assert run.returncode == 0, run.stderr[-3000:]
+    html = (workflow_run / "report" / "provenance.html").read_text()
+    embedded = {}  # path → content, from the report's data: entries
+    for key in re.finditer(r'"([\w./-]+)": \{"name": ', html):
+        uri = re.compile(r'"data_uri": "data:[^"]*;base64,([^"]*)"').search(html, key.end())
+        embedded[key.group(1)] = base64.b64decode(uri.group(1))
+    logs = {cell.log_path("per_cell") for cell in cells}
+    assert logs <= set(embedded), sorted(logs - set(embedded))[:3]
+    for path in ["results/summary.csv", "report/report.html", *sorted(logs)[:3]]:
+        assert embedded[path] == (workflow_run / path).read_bytes(), path
