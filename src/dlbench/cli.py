@@ -32,6 +32,9 @@ def _parser() -> argparse.ArgumentParser:
         run.add_argument(f"--{axis.name}", type=_axis_value(axis), nargs="+",
                          help=f"{axis.description}: one value, or several (see --out-dir)")
     settings.add_options(run)
+    run.add_argument("--protocol", type=int,
+                     help="the revision of how the cells are measured, as the workflow "
+                     "expects it (checked: this dlbench measures each cell one way only)")
     for scenario in registered:
         scenario.add_input_options(run)
     out = run.add_mutually_exclusive_group(required=True)
@@ -90,6 +93,10 @@ def _run(args: argparse.Namespace, process_start: float) -> int:
     cells = [Cell(scenario.name, args.framework, args.model, args.device, args.optimization,
                   tuple(zip(names, sizes, strict=True)))
              for sizes in itertools.product(*(getattr(args, name) for name in names))]
+    wrong = [c.id for c in cells if args.protocol is not None and c.protocol() != args.protocol]
+    if wrong:
+        sys.exit(f"dlbench run: {wrong[0]} is measured with protocol {cells[0].protocol()} by "
+                 f"this dlbench, not {args.protocol}")
     reference_dir = getattr(args, "reference_dir", None)
     if args.out is not None and (len(cells) > 1 or reference_dir):
         sys.exit("dlbench run: --out names one cell's result; for several sizes use --out-dir "

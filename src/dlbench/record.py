@@ -17,6 +17,7 @@ def new_record(cell: Cell, settings: dict, started: float | None = None) -> dict
         "cell_id": cell.id,
         "params": cell.params(),
         "params_hash": result.params_hash(cell.params()),
+        "protocol": cell.protocol(),
         "status": "unsupported",
         "reason": None,
         "started_at": result.now(started),
@@ -39,7 +40,7 @@ def finish(record: dict, path: Path) -> None:
 
 def annotate(record: dict, sampler: ProcessSampler, gpu: GpuSampler | None) -> dict:
     """Add the supervisor's view: utilization during the timed loop, the memory peaks of
-    the cell's process tree, and the stability flags."""
+    the cell's process tree (the whole cell, and the timed loop), and the flags."""
     if record["status"] != "ok":
         return record
     start = _unix_time(record["started_at"])  # the cell's start (for the first, the process's)
@@ -47,12 +48,26 @@ def annotate(record: dict, sampler: ProcessSampler, gpu: GpuSampler | None) -> d
     loop_start = start + record["startup"]["first_timed_iteration_s"]
     loop_end = loop_start + record["timing"]["loop_s"]
     record["utilization"] = sampler.window(loop_start, loop_end)
-    if gpu and record["utilization"] is not None:
-        record["utilization"].update(gpu.window(loop_start, loop_end) or {})
-        record["utilization"]["gpu_process_memory_peak_mb"] = gpu.memory_peak_mb(start, end)
-    record["memory"]["sampled_peak_rss_mb"] = sampler.peak_rss_mb(start, end)
-    record["flags"] = flags(record["timing"]["relative_iqr"], [record["utilization"]])
+    memory = record["memory"]
+    memory["sampled_peak_rss_mb"] = sampler.peak_rss_mb(start, end)
+    if gpu:  # NVML's view of the cell's process tree: its window, whatever the CPU window
+        record["utilization"] = {**(record["utilization"] or {}),
+                                 **(gpu.window(loop_start, loop_end) or {}),
+                                 "gpu_process_memory_peak_mb": gpu.memory_peak_mb(start, end)}
+        memory["device_process_peak_mb"] = gpu.memory_peak_mb(start, end)
+        memory["device_process_steady_peak_mb"] = gpu.memory_peak_mb(loop_start, loop_end)
+    record["flags"] = cell_flags(record, [record["utilization"]])
     return record
+
+
+def cell_flags(record: dict, windows: list[dict | None], between_cv: float | None = None
+               ) -> dict:
+    """The flags of a measured record, from its figures and the utilization windows of
+    its processes."""
+    timing = record["timing"]
+    return flags(timing["relative_iqr"], windows, threads=record["settings"].get("threads"),
+                 between_cv=between_cv, interval=timing,
+                 compilation=record.get("compilation"))
 
 
 def _unix_time(timestamp: str) -> float:

@@ -10,16 +10,22 @@ supervisor.py); what a child cannot report itself becomes the cell's result:
   job failed and a re-run retries it. In a group, the cell's result says so, a fresh child
   measures the cells after it, and the run succeeds: failing the job would make Snakemake
   delete the group's other results.
+
+With `retry_noisy: N`, a cell whose result has a noise flag is measured again (fresh
+processes, the same lock), up to N times; the cleanest attempt is kept, and every attempt
+is recorded in its `attempts`.
 """
 
+import time
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
 from dlbench import devices, result
-from dlbench.launch.supervisor import Limits, memory_limit_mb, run_jobs
+from dlbench.launch.supervisor import Failure, Limits, memory_limit_mb, run_jobs
 from dlbench.matrix import Cell
 from dlbench.measure.cell import measure_cells
+from dlbench.measure.flags import NOISE, noisy
 from dlbench.record import annotate, finish, new_record
 
 
@@ -59,15 +65,13 @@ def run(tasks: list[Task], settings: dict, process_start: float) -> int:
                     settings["sample_hz"], gpu=device == "gpu")
     with devices.exclusive(device) as waited:
         lock = {"acquired_at": result.now()}
-        records, failures = run_jobs(measurable, partial(measure_cells, settings=settings),
-                                     lambda task: task.out, limits, settings["repeats"],
-                                     process_start, annotate)
+        finals, failures = _measure(measurable, settings, limits, process_start)
         lock["released_at"] = result.now()  # still inside: the next job cannot have started
     exit_status = 0
     for task in measurable:
         failure = failures.get(task)
         if failure is None:
-            final = task.cell.spec.combine(records[task])
+            final = finals[task]
         else:
             final = new_record(task.cell, task.settings(settings), started=process_start)
             final.update(status=failure.status, reason=failure.reason)
@@ -84,6 +88,66 @@ def run(tasks: list[Task], settings: dict, process_start: float) -> int:
             finish(final, task.out)
             _done(final, task.failed_out)
     return exit_status
+
+
+def _measure(tasks: list[Task], settings: dict, limits: Limits,
+             process_start: float) -> tuple[dict, dict]:
+    """Each task's final record (its repeats combined; with retry_noisy, the cleanest of
+    its attempts), and the failure of each task that has no record."""
+    def attempt(jobs: list[Task], start: float) -> tuple[dict, dict]:
+        records, failures = run_jobs(jobs, partial(measure_cells, settings=settings),
+                                     lambda task: task.out, limits, settings["repeats"],
+                                     start, annotate)
+        return {task: task.cell.spec.combine(records[task]) for task in jobs
+                if task not in failures}, failures
+
+    finals, failures = attempt(tasks, process_start)
+    attempts: dict[Task, list[dict]] = {task: [record] for task, record in finals.items()}
+    for _ in range(settings.get("retry_noisy", 0)):
+        again = [task for task in finals if noisy(finals[task].get("flags"))]
+        if not again:
+            break
+        more, failed = attempt(again, time.time())
+        for task in again:
+            attempts[task].append(more.get(task) or _failed(task, settings, failed[task]))
+            finals[task] = min(attempts[task], key=_noise)
+        if any(failure.stops_run for failure in failed.values()):
+            break  # SIGTERM: keep what was measured, start nothing more
+    for task, tried in attempts.items():
+        if len(tried) > 1:
+            finals[task]["attempts"] = [_summary(record, record is finals[task])
+                                        for record in tried]
+    return finals, failures
+
+
+def _failed(task: Task, settings: dict, failure: Failure) -> dict:
+    record = new_record(task.cell, task.settings(settings))
+    record.update(status=failure.status, reason=failure.reason, finished_at=result.now())
+    return record
+
+
+def _noise(record: dict) -> tuple:
+    """How noisy an attempt is, the cleanest smallest: no noise flag, fewest flags, the
+    narrowest interval of the median."""
+    if record["status"] != "ok":
+        return (2, 0, 0.0)
+    flags = record.get("flags") or {}
+    timing = record["timing"]
+    return (int(noisy(flags)), sum(bool(flags.get(name)) for name in NOISE),
+            timing.get("median_ci95_half_width") or timing["relative_iqr"])
+
+
+def _summary(record: dict, kept: bool) -> dict:
+    """An attempt as recorded in the kept record's `attempts`."""
+    summary = {"status": record["status"], "kept": kept, "started_at": record["started_at"],
+               "reason": record["reason"]}
+    if record["status"] == "ok":
+        timing = record["timing"]
+        summary.update(median_ms=timing["median_ms"],
+                       median_ci95_ms=timing["median_ci95_ms"],
+                       iterations=timing["iterations"],
+                       flags=(record.get("flags") or {}).get("reasons", []))
+    return summary
 
 
 def _done(record: dict, failed_out: Path) -> None:

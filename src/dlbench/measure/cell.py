@@ -8,7 +8,7 @@ import traceback
 from pathlib import Path
 
 from dlbench import env, faults, result
-from dlbench.measure.memory import peak_rss_mb, reset_peak, rss_mb
+from dlbench.measure.memory import PhaseMemory, rss_mb
 from dlbench.measure.timing import PhaseClock
 from dlbench.record import new_record
 
@@ -50,13 +50,14 @@ def _measure(task, settings: dict, clock: PhaseClock, backend) -> tuple[object, 
             return backend, {"status": "unsupported", "reason": problem}
         faults.inject(cell.id)
         threads = {**backend.thread_settings(), "env": env.thread_variables()}
-        peak_method = "VmHWM after clear_refs" if reset_peak() else "ru_maxrss (process lifetime)"
+        clock.memory = PhaseMemory()  # resets the peak: the cell's own, by phase
         rss_at_start_mb = rss_mb()
         # The scenario returns status and reason itself where the device cannot run the
         # cell (they override "ok" below).
         measured = cell.spec.measure(backend, cell, settings, clock, task.inputs)
-        memory = {"peak_host_rss_mb": peak_rss_mb(), "rss_at_start_mb": rss_at_start_mb,
-                  "method": peak_method, **measured.pop("memory", {})}
+        memory = {"peak_host_rss_mb": clock.memory.cell_peak_mb(),
+                  "rss_at_start_mb": rss_at_start_mb, "method": clock.memory.method,
+                  **measured.pop("memory", {})}
         details = {**backend.versions(), **measured.pop("details", {})}
         return backend, {"status": "ok", "reason": None, "threads": threads, "memory": memory,
                          "details": details, **measured}

@@ -1,21 +1,96 @@
-"""The stability flags of a cell and their thresholds, in one place: the harness sets the
-flags when it measures, the analysis recomputes them from the stored figures."""
+"""The flags of a cell and their thresholds, in one place: the harness sets the flags when it
+measures, the analysis recomputes them from the stored figures.
+
+Noise flags say that the timing may not be what an idle machine would give; a cell with
+one is what `measurement.retry_noisy` measures again:
+- unstable: the spread of the iterations (IQR) is large;
+- noisy machine: the host stole CPU time from this virtual machine during the timed loop;
+- busy machine: other processes kept cores busy that the cell needed, during the timed
+  loop (they slow every iteration alike, so the IQR stays low while the median rises);
+- spread between processes: with `repeats`, the medians of the fresh processes disagree;
+- interval not reached: with `target_ci`, the 95% interval of the median never got within
+  the target before `max_duration_s`.
+One more flag is not noise, and repeating does not change it:
+- not one graph: torch.compile split the model (graph breaks) or compiled it more than
+  once (recompilations), so part of the step ran eagerly or a compile landed in the loop.
+"""
 
 UNSTABLE_RELATIVE_IQR = 0.10  # a cell whose IQR exceeds this fraction of its median
 NOISY_STEAL_FRACTION = 0.05  # a cell measured while the host stole more of the CPU
+# Cores kept busy by other processes beyond those the cell left free (the machine's
+# logical CPUs minus the cell's threads), averaged over the timed loop. On an idle 2-core
+# machine the supervisor's own sampling and the system stay below 0.05 of a core.
+BUSY_OTHER_LOAD_CORES = 0.25
+# With repeats: the coefficient of variation of the processes' medians.
+SPREAD_BETWEEN_PROCESSES_CV = 0.05
+
+NOISE = ("unstable", "noisy_machine", "busy_machine", "spread_between_processes",
+         "ci_not_reached")
+FLAGS = (*NOISE, "not_one_graph")
 
 
-def flags(relative_iqr: float, windows: list[dict | None]) -> dict:
-    """The flags of a cell from the relative IQR of its samples and the supervisor's
-    utilization windows of its timed loops (one per process; None where unsampled)."""
-    steal = max((w["steal_fraction"] for w in windows if w), default=None)
-    unstable = relative_iqr > UNSTABLE_RELATIVE_IQR
-    noisy = steal is not None and steal > NOISY_STEAL_FRACTION
+def contention(window: dict, threads: int | None) -> float | None:
+    """Cores that other processes took from the cell: their load beyond the cores the
+    cell left free (None where the window lacks the figures)."""
+    other, cpus = window.get("other_load_cores"), window.get("logical_cpus")
+    if other is None:
+        return None
+    free = max(0, cpus - threads) if cpus and threads else 0
+    return max(0.0, other - free)
+
+
+def flags(relative_iqr: float, windows: list[dict | None], *, threads: int | None = None,
+          between_cv: float | None = None, interval: dict | None = None,
+          compilation: dict | None = None) -> dict:
+    """The flags of a cell, and their reasons.
+
+    relative_iqr: of its samples; windows: the supervisor's utilization windows of its
+    timed loops (one per process; None where unsampled); threads: the cell's threads;
+    between_cv: the spread of the processes' medians (repeats); interval: the timing's
+    `target_ci`, `stopped_by` and `median_ci95_half_width`; compilation: torch.compile's
+    `graphs`, `graph_breaks` and `recompiles`.
+    """
+    sampled = [w for w in windows if w]
+    steal = max((w["steal_fraction"] for w in sampled if w.get("steal_fraction") is not None),
+                default=None)
+    others = [c for w in sampled if (c := contention(w, threads)) is not None]
+    busy = max(others, default=None)
+    result = dict.fromkeys(FLAGS, False)
     reasons = []
-    if unstable:
+    if relative_iqr > UNSTABLE_RELATIVE_IQR:
+        result["unstable"] = True
         reasons.append(f"unstable: IQR is {relative_iqr:.0%} of the median "
                        f"(limit {UNSTABLE_RELATIVE_IQR:.0%})")
-    if noisy:
+    if steal is not None and steal > NOISY_STEAL_FRACTION:
+        result["noisy_machine"] = True
         reasons.append(f"noisy machine: {steal:.0%} of the CPU time was stolen by the host "
                        f"(limit {NOISY_STEAL_FRACTION:.0%}); re-run this cell")
-    return {"unstable": unstable, "noisy_machine": noisy, "reasons": reasons}
+    if busy is not None and busy > BUSY_OTHER_LOAD_CORES:
+        result["busy_machine"] = True
+        reasons.append(f"busy machine: other processes kept {busy:.2f} of the cell's cores "
+                       f"busy during its timed loop (limit {BUSY_OTHER_LOAD_CORES:.2f}); "
+                       "re-run this cell")
+    if between_cv is not None and between_cv > SPREAD_BETWEEN_PROCESSES_CV:
+        result["spread_between_processes"] = True
+        reasons.append(f"spread between processes: their medians vary by {between_cv:.1%} "
+                       f"(coefficient of variation; limit {SPREAD_BETWEEN_PROCESSES_CV:.0%})")
+    if interval and interval.get("target_ci") and interval.get("stopped_by") == "max_duration":
+        reached, target = interval.get("median_ci95_half_width"), interval["target_ci"]
+        result["ci_not_reached"] = True
+        reasons.append(f"interval not reached: the 95% interval of the median is "
+                       f"±{reached:.1%} after max_duration_s (target ±{target:.1%})"
+                       if reached is not None else
+                       f"interval not reached: target ±{target:.1%} by max_duration_s")
+    if compilation and (compilation.get("graphs", 1) > 1 or compilation.get("graph_breaks")
+                        or compilation.get("recompiles")):
+        result["not_one_graph"] = True
+        reasons.append(f"not one graph: torch.compile made {compilation.get('graphs')} "
+                       f"graph(s), with {compilation.get('graph_breaks', 0)} graph break(s) and "
+                       f"{compilation.get('recompiles', 0)} recompilation(s)")
+    result["reasons"] = reasons
+    return result
+
+
+def noisy(cell_flags: dict | None) -> bool:
+    """Whether a cell has a noise flag (worth measuring again)."""
+    return bool(cell_flags) and any(cell_flags.get(name) for name in NOISE)

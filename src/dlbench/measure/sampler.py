@@ -135,7 +135,8 @@ class ProcessSampler:
         first, last = inside[0], inside[-1]
         seconds = last.time - first.time
         total = max(last.total - first.total, 1)
-        busy_cores = (last.busy - first.busy) / total * (os.cpu_count() or 1)
+        cpus = os.cpu_count() or 1
+        busy_cores = (last.busy - first.busy) / total * cpus
         process_cores = (last.cpu_s - first.cpu_s) / seconds if seconds > 0 else 0.0
         memory_s = memory[-1] - memory[0]
         return {
@@ -146,6 +147,7 @@ class ProcessSampler:
             "system_cpu_busy_fraction": round((last.busy - first.busy) / total, 4),
             "other_load_cores": round(max(busy_cores - process_cores, 0.0), 3),
             "steal_fraction": round((last.steal - first.steal) / total, 4),
+            "logical_cpus": cpus,
         }
 
     def close(self) -> None:

@@ -1,9 +1,22 @@
-"""Timing: host time of a step with its synchronization, and device time where the
-framework has device events."""
+"""Timing: host time of a step with its synchronization, device time where the framework
+has device events, and when the timed loop stops (fixed, or once the median is known
+well enough: adaptive stopping)."""
 
+import bisect
+import math
 import time
 from collections.abc import Callable
-from typing import Protocol
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+from dlbench.measure.stats import median_ranks
+
+if TYPE_CHECKING:
+    from dlbench.measure.memory import PhaseMemory
+
+# Adaptive stopping checks the interval of the median at most this often (seconds), so
+# that short steps are not slowed by the check between them.
+CHECK_EVERY_S = 0.05
 
 
 class DeviceTimer(Protocol):
@@ -19,6 +32,35 @@ class DeviceTimer(Protocol):
         """Device time between start and stop; valid once the device is synchronized."""
 
 
+@dataclass(frozen=True)
+class Stopping:
+    """When the timed loop ends: at least `min_iterations` and `min_duration_s`; then, with
+    a `target_ci` (a fraction, 0 = off), once the 95% interval of the median is within
+    ±target_ci of it, or at `max_duration_s` whatever it reached."""
+
+    min_duration_s: float
+    min_iterations: int
+    target_ci: float = 0.0
+    max_duration_s: float = math.inf
+
+    @classmethod
+    def from_settings(cls, settings: dict) -> "Stopping":
+        target = settings.get("target_ci") or 0.0
+        return cls(settings["min_duration_s"], settings["min_iterations"], target,
+                   settings.get("max_duration_s", math.inf) if target else math.inf)
+
+
+@dataclass
+class Loop:
+    """The timed loop's per-iteration host times (ms), the device times if timed, why it
+    stopped, and the output of its last iteration."""
+
+    host: list[float]
+    device: list[float] | None
+    stopped_by: str
+    output: object = field(default=None, repr=False)
+
+
 def time_call(call: Callable[[], object]) -> float:
     """Seconds one call takes."""
     start = time.perf_counter()
@@ -26,65 +68,127 @@ def time_call(call: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
-def timed_loop(
-    step: Callable[[], object], synchronize: Callable[[], None], min_duration_s: float,
-    min_iterations: int, device_timer: DeviceTimer | None = None,
-) -> tuple[list[float], list[float] | None]:
-    """Per-iteration host times in ms (each step waits for its queued device work), and the
-    device times if a timer is given, until both the minimum duration and count are
-    reached."""
+def within_target(sorted_ms: list[float], target: float) -> bool:
+    """Whether the 95% interval of the median of these sorted samples is within ±target of
+    the median (never below 6 samples: fewer cannot give a 95% interval at all)."""
+    n = len(sorted_ms)
+    low, high, coverage = median_ranks(n)
+    if coverage < 0.95:
+        return False
+    middle = n // 2
+    median = sorted_ms[middle] if n % 2 else (sorted_ms[middle - 1] + sorted_ms[middle]) / 2
+    return median > 0 and max(median - sorted_ms[low], sorted_ms[high] - median) <= (
+        target * median)
+
+
+def timed_loop(step: Callable[[], object], synchronize: Callable[[], None], stopping: Stopping,
+               device_timer: DeviceTimer | None = None) -> Loop:
+    """Per-iteration host times (each step waits for its queued device work), and the
+    device times if a timer is given, until `stopping` says so."""
     host: list[float] = []
     device: list[float] | None = None if device_timer is None else []
+    ordered: list[float] = []  # the samples sorted, for the adaptive check
     clock = time.perf_counter
-    start = clock()
-    while len(host) < min_iterations or clock() - start < min_duration_s:
+    start = last_check = clock()
+    while True:
         t0 = clock()
         if device_timer is None:
-            step()
+            output = step()
             synchronize()
         else:
             device_timer.start()
-            step()
+            output = step()
             device_timer.stop()
             synchronize()
         host.append((clock() - t0) * 1e3)
         if device is not None:
             device.append(device_timer.elapsed_ms())
-    return host, device
+        stopped_by = _stop(host, ordered, stopping, clock() - start, clock() - last_check)
+        if stopped_by == "checked":
+            last_check = clock()
+        elif stopped_by:
+            return Loop(host, device, stopped_by, output)
+        del output  # never two outputs alive at once: the peak is one step's
+
+
+def _stop(host: list[float], ordered: list[float], stopping: Stopping, elapsed: float,
+          since_check: float) -> str | None:
+    """Why the loop stops after this iteration; "checked" when the adaptive check ran and
+    the loop goes on; None when it goes on unchecked."""
+    if stopping.target_ci:
+        bisect.insort(ordered, host[-1])
+    if len(host) < stopping.min_iterations or elapsed < stopping.min_duration_s:
+        return None
+    if not stopping.target_ci:
+        return "min_duration_and_iterations"
+    if elapsed >= stopping.max_duration_s:
+        return "max_duration"
+    first = len(host) == stopping.min_iterations
+    if not first and since_check < CHECK_EVERY_S:
+        return None
+    return "target_ci" if within_target(ordered, stopping.target_ci) else "checked"
 
 
 def steady_state(step: Callable[[], object], synchronize: Callable[[], None], settings: dict,
-                 clock: "PhaseClock", device_timer: DeviceTimer | None = None) -> dict:
-    """The timing section of a step: its first call on its own (compilation lands there,
-    never in the loop), the warm-up, then the timed loop (settings: warmup_iterations,
-    min_duration_s, min_iterations). Marks the first timed iteration on the clock."""
+                 clock: "PhaseClock", device_timer: DeviceTimer | None = None,
+                 min_warmup: int = 0) -> dict:
+    """The timing section of a step (see steady_state_and_output)."""
+    return steady_state_and_output(step, synchronize, settings, clock, device_timer,
+                                   min_warmup)[0]
+
+
+def steady_state_and_output(step: Callable[[], object], synchronize: Callable[[], None],
+                            settings: dict, clock: "PhaseClock",
+                            device_timer: DeviceTimer | None = None,
+                            min_warmup: int = 0) -> tuple[dict, object]:
+    """The timing section of a step and the output of its last timed call: its first call
+    on its own (compilation lands there, never in the loop), the warm-up (at least
+    `min_warmup` calls, e.g. where a recipe records a CUDA graph on its second call), then
+    the timed loop (settings: warmup_iterations, min_duration_s, min_iterations, target_ci,
+    max_duration_s). Marks the first timed iteration on the clock, and the memory phases on
+    its `memory`, if it has one."""
     from dlbench.measure.stats import summarize
 
     def call() -> None:
         step()
         synchronize()
 
+    memory = getattr(clock, "memory", None)
+    if memory:
+        memory.begin()
     cold_start_s = time_call(call)
-    for _ in range(settings["warmup_iterations"]):
-        call()
+    if memory:
+        memory.end("first_call")
+    warmup = max(settings["warmup_iterations"], min_warmup)
+    warmup_ms = [time_call(call) * 1e3 for _ in range(warmup)]
+    if memory:
+        memory.begin()
     clock.mark("first_timed_iteration_s")
-    samples, device = timed_loop(step, synchronize, settings["min_duration_s"],
-                                 settings["min_iterations"], device_timer)
-    timing = {"cold_start_s": cold_start_s, "warmup_iterations": settings["warmup_iterations"],
-              "iterations": len(samples), "loop_s": sum(samples) / 1e3, "samples_ms": samples,
-              **summarize(samples)}
+    stopping = Stopping.from_settings(settings)
+    loop = timed_loop(step, synchronize, stopping, device_timer)
+    if memory:
+        memory.end("steady")
+    samples, device = loop.host, loop.device
+    timing = {"cold_start_s": cold_start_s, "warmup_iterations": warmup,
+              "warmup_ms": warmup_ms, "iterations": len(samples),
+              "loop_s": sum(samples) / 1e3, "stopped_by": loop.stopped_by,
+              "samples_ms": samples, **summarize(samples)}
+    if stopping.target_ci:
+        timing["target_ci"] = stopping.target_ci
     if device:  # on a GPU: the same iterations timed on the device, by its events
         timing["device_time"] = {"method": device_timer.method, "samples_ms": device,
                                  **summarize(device)}
-    return timing
+    return timing, loop.output
 
 
 class PhaseClock:
-    """Seconds since the process started, marked at the phases of a cell."""
+    """Seconds since the process started, marked at the phases of a cell; and, where the
+    measuring process keeps them, the memory peaks of those phases."""
 
-    def __init__(self, process_start: float):
+    def __init__(self, process_start: float, memory: "PhaseMemory | None" = None):
         self.process_start = process_start
         self.marks: dict[str, float] = {}
+        self.memory = memory
 
     def mark(self, phase: str) -> None:
         self.marks[phase] = round(time.time() - self.process_start, 4)

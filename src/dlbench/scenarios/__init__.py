@@ -21,8 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from dlbench.measure.flags import flags
-from dlbench.measure.stats import between_processes, summarize
+from dlbench.measure.stats import between_processes, relative_half_width, summarize
 
 if TYPE_CHECKING:
     from dlbench.matrix import Cell
@@ -110,6 +109,11 @@ class Scenario:
         """Why this cell cannot apply, known without running it (None if it can)."""
         return None
 
+    def protocol(self, cell: "Cell") -> int:
+        """The revision of how this cell is measured: 1 as first released, raised when
+        what the cell measures changes (see Cell.cli_args)."""
+        return 1
+
     # -- the files a cell reads (built once by the workflow's rules) ------------------------
 
     def inputs(self, cell: "Cell") -> dict[str, str]:
@@ -135,8 +139,11 @@ class Scenario:
         raise NotImplementedError
 
     def combine(self, records: list[dict]) -> dict:
-        """One record from a cell's repeats (fresh processes): the samples pooled, and the
-        spread between the processes."""
+        """One record from a cell's repeats (fresh processes): the samples pooled, the
+        spread between the processes, and the 95% interval of the median from that
+        spread (samples of different processes are not independent draws)."""
+        from dlbench.record import cell_flags
+
         final = records[0]
         if len(records) == 1 or final["status"] != "ok":
             return final
@@ -147,14 +154,32 @@ class Scenario:
         if "device_time" in timing:
             device = [x for r in records for x in r["timing"]["device_time"]["samples_ms"]]
             timing["device_time"].update(summarize(device), samples_ms=device)
-        timing.update(summarize(samples), samples_ms=samples, iterations=len(samples),
+        pooled = summarize(samples)
+        spread = between_processes([r["median_ms"] for r in repeats], pooled["median_ms"])
+        low, high = spread["median_ci95_ms"]
+        within_low, within_high = pooled["median_ci95_ms"]
+        interval = [min(low, within_low), max(high, within_high)]  # never narrower
+        stopped = {r["timing"].get("stopped_by") for r in records}
+        timing.update(pooled, samples_ms=samples, iterations=len(samples),
                       loop_s=sum(r["timing"]["loop_s"] for r in records), repeats=repeats,
-                      between_processes=between_processes([r["median_ms"] for r in repeats]))
+                      between_processes=spread, median_ci95_ms=interval,
+                      median_ci95_half_width=relative_half_width(pooled["median_ms"], *interval),
+                      median_ci95_coverage=None,
+                      median_ci95_method=f"between {len(records)} processes: the pooled "
+                      "median ± t·s/√k of their medians (at least the pooled samples' interval)",
+                      stopped_by="max_duration" if "max_duration" in stopped else
+                      timing.get("stopped_by"))
         memory = final["memory"]
-        memory["peak_host_rss_mb"] = max(r["memory"]["peak_host_rss_mb"] for r in records)
-        memory["sampled_peak_rss_mb"] = max(
-            (r["memory"].get("sampled_peak_rss_mb") or 0) for r in records) or None
-        final["flags"] = flags(timing["relative_iqr"], [r.get("utilization") for r in records])
+        for key in memory:  # every peak and resident figure: the largest of the processes
+            if key.endswith("_mb"):
+                values = [r["memory"].get(key) for r in records if r["memory"].get(key)]
+                memory[key] = max(values) if values else memory[key]
+        windows = [r.get("utilization") for r in records]
+        nvml = [w["gpu_process_memory_peak_mb"] for w in windows
+                if w and w.get("gpu_process_memory_peak_mb") is not None]
+        if nvml and final.get("utilization"):
+            final["utilization"]["gpu_process_memory_peak_mb"] = max(nvml)
+        final["flags"] = cell_flags(final, windows, between_cv=spread["cv"])
         return final
 
     # -- results ---------------------------------------------------------------------------
