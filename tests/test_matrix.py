@@ -1,6 +1,8 @@
 """Matrix expansion: every combination, stable readable ids, paths owned by the cell, and
 which cells cannot apply."""
 
+import pytest
+
 from dlbench import config
 from dlbench.matrix import Cell, expand_cells, group_outputs
 from dlbench.scenarios.inference import cell as inference_cell
@@ -54,6 +56,23 @@ def test_sequence_longer_than_the_model_is_unsupported():
 
 def test_cli_args_name_every_parameter():
     # The command line of v1: Snakemake re-runs a job whose parameters changed.
-    args = inference_cell("tensorflow", "tiny-gpt2", "gpu", 2, 16, "graph").cli_args()
-    assert args == ["--framework=tensorflow", "--model=tiny-gpt2", "--device=gpu", "--batch=2",
+    args = inference_cell("tensorflow", "tiny-gpt2", "cpu", 2, 16, "graph").cli_args()
+    assert args == ["--framework=tensorflow", "--model=tiny-gpt2", "--device=cpu", "--batch=2",
                     "--seqlen=16", "--optimization=graph"]
+
+
+@pytest.mark.parametrize(("framework", "device", "optimization", "protocol"), [
+    ("pytorch", "cpu", "eager", 1), ("tensorflow", "cpu", "xla", 1),
+    ("pytorch", "cpu", "torchscript", 2),  # the same attention work as eager
+    ("pytorch", "gpu", "compile-bf16", 2),  # … and frozen weights on the CPU
+    ("tensorflow", "gpu", "graph", 2),  # no TF32 in fp32, memory growth
+])
+def test_cells_whose_measurement_changed_get_a_new_command_line(framework, device,
+                                                                optimization, protocol):
+    """A cell measured differently since v1 names its protocol, so that Snakemake measures
+    it again instead of reusing an older result; the others keep their v1 command line."""
+    cell = inference_cell(framework, "tiny-bert", device, 1, 8, optimization)
+    assert cell.protocol() == protocol
+    extra = [f"--protocol={protocol}"] if protocol > 1 else []
+    assert cell.cli_args()[6:] == extra
+    assert cell.group_cli_args([cell])[-1:] == (extra or ["8"])

@@ -14,9 +14,11 @@ from dlbench import result, scenarios
 # Result sections of every scenario: section → prefix of its columns ("": their own names,
 # which the report reads).
 _SECTIONS = {"timing": "", "memory": "", "startup": "", "utilization": "utilization_",
-             "flags": "flags_", "optimization": "optimization_", "process": "process_"}
+             "flags": "flags_", "optimization": "optimization_", "process": "process_",
+             "details": "path_"}
 _ORDER = ["scenario", "framework", "model", "device", "optimization"]
-_SKIP = {"samples_ms", "repeats", "method"}  # per-iteration or per-process details
+# Per-iteration, per-process or per-attempt details, and the frameworks' own switches.
+_SKIP = {"samples_ms", "repeats", "method", "warmup_ms", "attempts", "switches"}
 
 
 def _flatten(prefix: str, values: dict) -> dict:
@@ -39,7 +41,8 @@ def _flatten(prefix: str, values: dict) -> dict:
 
 def to_row(record: dict, source: Path) -> dict:
     row = {"cell_id": record["cell_id"], **record["params"], "status": record["status"],
-           "reason": record["reason"]}
+           "reason": record["reason"], "protocol": record.get("protocol", 1),
+           "attempts": len(record.get("attempts") or []) or 1}
     scenario = scenarios.get(record["params"]["scenario"])
     for section, prefix in {**_SECTIONS, **scenario.summary_sections}.items():
         row.update(_flatten(prefix, record.get(section) or {}))
@@ -47,11 +50,15 @@ def to_row(record: dict, source: Path) -> dict:
     row["intra_op_threads"] = threads.get("intra_op")
     row["inter_op_threads"] = threads.get("inter_op")
     environment = record["environment"]
-    for key in ("fingerprint", "hostname", "cpu_model", "logical_cpus", "ram_gib", "python",
-                "os", "packages_hash"):
+    for key in ("fingerprint", "hardware_fingerprint", "hostname", "cpu_model", "logical_cpus",
+                "usable_cpus", "ram_gib", "python", "os", "packages_hash"):
         row[f"env_{key}"] = environment.get(key)
-    row["env_cpu_governor"] = (environment.get("cpu_frequency") or {}).get("governor")
-    row["env_gpu"] = ", ".join(g["name"] for g in environment.get("gpus") or []) or None
+    frequency = environment.get("cpu_frequency") or {}
+    row["env_cpu_governor"] = frequency.get("governor")
+    row["env_cpu_boost"] = frequency.get("boost")
+    gpus = environment.get("gpus") or []
+    row["env_gpu"] = ", ".join(g["name"] for g in gpus) or None
+    row["env_gpu_driver"] = ", ".join(sorted({g["driver"] for g in gpus})) or None
     for name, version in environment["libraries"].items():
         row[f"env_{name}"] = version
     row["env_git_commit"] = environment["git"]["commit"]

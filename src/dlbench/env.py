@@ -59,20 +59,28 @@ def git_state() -> dict:
         return {"commit": None, "dirty": None}
 
 
+def _read(path: str) -> str | None:
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
 def _cpu_frequency() -> dict:
-    """The frequency governor and limits: 'powersave' or a low cap skews every timing."""
+    """The frequency governor, limits and turbo state, where the kernel exposes them (not
+    inside most virtual machines): 'powersave', a low cap or turbo on one run and off on
+    another skews every timing."""
     cpufreq = "/sys/devices/system/cpu/cpu0/cpufreq/"
-
-    def read(name: str) -> str | None:
-        try:
-            with open(cpufreq + name) as f:
-                return f.read().strip()
-        except OSError:
-            return None
-
-    max_khz = read("cpuinfo_max_freq")
-    return {"governor": read("scaling_governor"),
-            "max_mhz": int(max_khz) // 1000 if max_khz and max_khz.isdigit() else None}
+    max_khz = _read(cpufreq + "cpuinfo_max_freq")
+    # intel_pstate says no_turbo (1: off); acpi-cpufreq and amd-pstate say boost (1: on).
+    no_turbo = _read("/sys/devices/system/cpu/intel_pstate/no_turbo")
+    boost = _read("/sys/devices/system/cpu/cpufreq/boost")
+    turbo = (no_turbo == "0") if no_turbo in ("0", "1") else (
+        boost == "1" if boost in ("0", "1") else None)
+    return {"governor": _read(cpufreq + "scaling_governor"),
+            "max_mhz": int(max_khz) // 1000 if max_khz and max_khz.isdigit() else None,
+            "boost": turbo}
 
 
 @cache
@@ -110,9 +118,13 @@ def packages_hash() -> str:
     return hashlib.sha256("\n".join(names).encode()).hexdigest()[:16]
 
 
-# What makes two results comparable: the hardware and the software, not the host's name.
+# The whole environment: the hardware and the software, not the host's name.
 _COMPARABLE = ("cpu_model", "logical_cpus", "usable_cpus", "ram_gib", "cpu_frequency", "gpus",
                "python", "dlbench", "packages_hash")
+# What makes timings comparable across environments: the hardware and its driver. (The
+# libraries on each cell's measured path are in its `details`; two environments, one per
+# framework, differ in their other packages by design.)
+_HARDWARE = ("cpu_model", "logical_cpus", "usable_cpus", "cpu_frequency", "gpus")
 
 
 def fingerprint() -> dict:
@@ -133,6 +145,8 @@ def fingerprint() -> dict:
     }
     comparable = json.dumps({key: found[key] for key in _COMPARABLE}, sort_keys=True)
     found["fingerprint"] = hashlib.sha256(comparable.encode()).hexdigest()[:12]
+    hardware = json.dumps({key: found[key] for key in _HARDWARE}, sort_keys=True)
+    found["hardware_fingerprint"] = hashlib.sha256(hardware.encode()).hexdigest()[:12]
     return found
 
 

@@ -88,13 +88,24 @@ class Cell:
         """Why this cell cannot apply, known without running it (None if it can)."""
         return self.spec.unsupported_reason(self)
 
+    def protocol(self) -> int:
+        """The revision of how this cell is measured (1: as dlbench v1 measured it)."""
+        return self.spec.protocol(self)
+
+    def _protocol_args(self) -> list[str]:
+        """`--protocol=N` where the cell's protocol changed since v1: its command line
+        changes with it, so that the workflow measures it again instead of reusing an
+        older result. (Unchanged cells keep their v1 command lines, and their results.)"""
+        protocol = self.protocol()
+        return [f"--protocol={protocol}"] if protocol > 1 else []
+
     def cli_args(self) -> list[str]:
         """The `dlbench run` options naming this cell (the scenario only where it is not
         the default, so that inference cells keep their v1 command lines)."""
         scenario = [] if self.scenario == DEFAULT_SCENARIO else [f"--scenario={self.scenario}"]
         return [*scenario, f"--framework={self.framework}", f"--model={self.model}",
                 f"--device={self.device}", *(f"--{name}={value}" for name, value in self.sizes),
-                f"--optimization={self.optimization}"]
+                f"--optimization={self.optimization}", *self._protocol_args()]
 
     def group_cli_args(self, cells: list["Cell"]) -> list[str]:
         """The `dlbench run` options naming a group of cells: each axis lists its values."""
@@ -104,7 +115,7 @@ class Cell:
         for name, _ in self.sizes:
             values = list(dict.fromkeys(cell.size(name) for cell in cells))
             args += [f"--{name}", *map(str, values)]
-        return args
+        return args + self._protocol_args()
 
 
 DEFAULT_SCENARIO = "inference"

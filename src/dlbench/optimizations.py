@@ -29,6 +29,8 @@ class Precision:
     # The largest accepted max |output − reference| / max |reference| of a cell in this
     # precision; the reference is PyTorch eager in fp32 on the CPU.
     tolerance: float
+    # Why the precision exists on GPUs only, if it does.
+    gpu_only: str | None = None
 
     @property
     def suffix(self) -> str:
@@ -39,22 +41,44 @@ PRECISIONS = MappingProxyType(
     {
         p.name: p
         for p in (
-            Precision("fp32", "float32 throughout", 1e-4),
+            Precision(
+                "fp32",
+                "float32 throughout, float32 matrix products too (TF32 is switched off in both "
+                "frameworks: TensorFlow would use it on Ampere or newer GPUs by default)",
+                1e-4,
+            ),
+            Precision(
+                "tf32",
+                "float32 storage and arithmetic, but GPU tensor cores round the inputs of "
+                "float32 matrix products to TF32 (10-bit mantissa): fp32_precision 'tf32' in "
+                "PyTorch, enable_tensor_float_32_execution in TensorFlow; NVIDIA GPUs of "
+                "compute capability 8.0 or newer only",
+                # Emulated on a CPU, BERT base reached 5.6e-4: ten times that.
+                5e-3,
+                gpu_only="TF32 is a tensor-core format of NVIDIA GPUs (compute capability 8.0 "
+                         "or newer): a CPU computes float32 matrix products in float32",
+            ),
             Precision(
                 "bf16",
                 "bfloat16 compute: torch.autocast in PyTorch, the mixed_bfloat16 Keras policy "
-                "in TensorFlow (weights stay float32)",
+                "in TensorFlow (weights stay float32; which ops stay in float32 differs "
+                "between the two, and is recorded per cell)",
                 5e-2,
             ),
             Precision(
                 "fp16",
                 "float16 compute: torch.autocast in PyTorch, the mixed_float16 Keras policy "
-                "in TensorFlow (weights stay float32)",
+                "in TensorFlow (weights stay float32; which ops stay in float32 differs "
+                "between the two, and is recorded per cell)",
                 2e-2,
             ),
         )
     }
 )
+# The precisions that compute in a reduced floating-point type under a mixed-precision
+# mode (autocast, a Keras policy), as opposed to float32 storage with float32 or TF32
+# matrix products.
+MIXED = ("bf16", "fp16")
 
 
 @dataclass(frozen=True)
@@ -68,14 +92,35 @@ class Recipe:
     compile_mode: str | None = None
     # Why the recipe needs a GPU, if it does.
     gpu_only: str | None = None
-    precisions: tuple[str, ...] = ("fp32", "bf16", "fp16")
+    precisions: tuple[str, ...] = ("fp32", "tf32", "bf16", "fp16")
     # Multiplies the output by this factor: a deliberately wrong answer (tests only).
     perturb: float | None = None
+    # On a GPU the recipe records CUDA graphs: the call after the first records them, so
+    # this many warm-up calls run whatever measurement.warmup_iterations says, and the
+    # recording never lands in the timed loop.
+    gpu_graph_warmup: int = 0
+    # Inductor options of the compile recipes on the CPU (torch._inductor.config).
+    inductor_cpu: tuple[tuple[str, object], ...] = ()
+    # The protocol this recipe is measured with: raised whenever what it measures changes,
+    # so that a workflow measures its cells again instead of reusing older results.
+    protocol: int = 1
+
+    def min_warmup(self, device: str) -> int:
+        """The fewest warm-up calls on this device (CUDA graphs record on a GPU)."""
+        return self.gpu_graph_warmup if device == "gpu" else 0
 
 
 _PYTORCH = frozenset({"pytorch"})
 _TENSORFLOW = frozenset({"tensorflow"})
 _BOTH = _PYTORCH | _TENSORFLOW
+
+# Inductor's recommended settings for CPU inference: weights frozen into constants, which
+# lets it constant-fold them and prepack them for oneDNN, and which its CPU GEMM templates
+# (what max-autotune chooses among on a CPU) require.
+_INDUCTOR_CPU = (("freezing", True),)
+# Protocol 2 (dlbench after v1): every recipe skips an all-ones attention mask as eager
+# PyTorch does (trace and compile applied it), and compile freezes weights on the CPU.
+_SAME_ATTENTION = 2
 
 RECIPES = {
     r.name: r
@@ -84,18 +129,25 @@ RECIPES = {
         Recipe(
             "torchscript", _PYTORCH,
             "torch.jit.trace of the model (as in the 2019 transformers benchmark)",
+            protocol=_SAME_ATTENTION,
         ),
-        Recipe("compile", _PYTORCH, "torch.compile, default mode (Inductor)", "default"),
+        Recipe("compile", _PYTORCH,
+               "torch.compile, default mode (Inductor; on the CPU with frozen weights)",
+               "default", inductor_cpu=_INDUCTOR_CPU, protocol=_SAME_ATTENTION),
         Recipe(
             "compile-max-autotune", _PYTORCH,
-            "torch.compile, mode max-autotune (benchmarks kernel choices while compiling)",
-            "max-autotune",
+            "torch.compile, mode max-autotune: benchmarks kernel choices while compiling "
+            "(on the CPU with frozen weights, which its GEMM templates need; on a GPU it "
+            "also replays CUDA graphs, as reduce-overhead does)",
+            "max-autotune", gpu_graph_warmup=2, inductor_cpu=_INDUCTOR_CPU,
+            protocol=_SAME_ATTENTION,
         ),
         Recipe(
             "compile-reduce-overhead", _PYTORCH,
             "torch.compile, mode reduce-overhead: CUDA graphs replay the whole forward pass",
             "reduce-overhead",
             gpu_only="CUDA graphs (torch.compile mode reduce-overhead) need a GPU",
+            gpu_graph_warmup=2, protocol=_SAME_ATTENTION,
         ),
         Recipe("graph", _TENSORFLOW, "tf.function graph execution"),
         Recipe("xla", _TENSORFLOW, "tf.function with jit_compile=True (XLA)"),
@@ -135,17 +187,22 @@ class Optimization:
                 f"optimization '{self.name}' does not exist in "
                 f"{FRAMEWORK_LABELS[framework]} (only in {others})"
             )
-        if self.recipe.gpu_only and device != "gpu":
-            return f"optimization '{self.name}': {self.recipe.gpu_only}"
+        if device != "gpu":
+            for why in (self.recipe.gpu_only, self.precision.gpu_only):
+                if why:
+                    return f"optimization '{self.name}': {why}"
         return None
 
-    def describe(self) -> dict:
+    def describe(self, device: str | None = None) -> dict:
         """The recipe's parameters, as recorded in every result."""
-        return {
+        described = {
             "recipe": self.recipe.name,
             "precision": self.precision.name,
             "compile_mode": self.recipe.compile_mode,
         }
+        if device == "cpu" and self.recipe.inductor_cpu:
+            described["inductor"] = dict(self.recipe.inductor_cpu)
+        return described
 
 
 OPTIMIZATIONS = MappingProxyType(

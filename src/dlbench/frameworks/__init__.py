@@ -14,6 +14,7 @@ from functools import cache
 from typing import Any, Protocol
 
 from dlbench.axes import FRAMEWORKS
+from dlbench.measure.memory import DevicePeaks
 from dlbench.measure.timing import DeviceTimer
 
 
@@ -27,6 +28,12 @@ class Backend(Protocol):
 
     def precision_problem(self, precision: str) -> str | None:
         """Why the device has no native arithmetic in `precision` (fp32: None)."""
+
+    def set_arithmetic(self, precision: str) -> dict:
+        """Set how float32 matrix products are computed for a cell in `precision`: in
+        float32 (IEEE), except in `tf32`, where tensor cores may round their inputs to
+        TF32. Returns what was set, read back from the framework (`tf32`: allowed or not,
+        and the framework's own switches)."""
 
     def thread_settings(self) -> dict[str, int]:
         """The intra-op and inter-op thread counts the framework really uses."""
@@ -43,9 +50,15 @@ class Backend(Protocol):
     def device_memory(self) -> dict[str, float | str] | None:
         """The framework's device-memory peaks since the reset, in MiB (None on the CPU)."""
 
+    def memory_counters(self) -> DevicePeaks | None:
+        """The framework's device-memory counters, for the phases of a cell (None on the
+        CPU)."""
+
     def is_out_of_memory(self, exc: BaseException) -> bool: ...
 
-    def versions(self) -> dict[str, str]: ...
+    def versions(self) -> dict[str, str | None]:
+        """The framework's version and its builds on the measured path (CUDA, cuDNN,
+        oneDNN), as `<framework>`, `<framework>_cuda`, …"""
 
 
 def load_backend(framework: str, device: str, threads: int, interop_threads: int) -> Backend:
@@ -91,7 +104,7 @@ def cpu_flags() -> frozenset[str]:
 
 
 # The first NVIDIA compute capability with tensor cores for each reduced precision.
-GPU_CAPABILITY = {"bf16": (8, 0), "fp16": (7, 0)}
+GPU_CAPABILITY = {"bf16": (8, 0), "fp16": (7, 0), "tf32": (8, 0)}
 
 
 def gpu_precision_problem(precision: str, gpu_name: str,
@@ -112,6 +125,10 @@ def cpu_precision_problem(precision: str) -> str | None:
     """
     if precision == "fp32":
         return None
+    from dlbench.optimizations import PRECISIONS
+
+    if PRECISIONS[precision].gpu_only:
+        return PRECISIONS[precision].gpu_only
     x86, arm = _NATIVE[precision]
     flags = cpu_flags()
     if flags & (x86 | arm):

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from dlbench import reference
 from dlbench.axes import FRAMEWORK_LABELS
 from dlbench.models import MODELS, ModelSpec, get_model
-from dlbench.optimizations import OPTIMIZATIONS, Optimization
+from dlbench.optimizations import MIXED, OPTIMIZATIONS, PRECISIONS, Optimization
 from dlbench.scenarios import Axis, Scenario, register
 
 if TYPE_CHECKING:
@@ -56,7 +56,9 @@ class Inference(Scenario):
         Axis("seqlen", "sequence_lengths", "s", "sequence lengths in tokens"),
     )
     groupable = True
-    summary_sections = {"throughput": "", "correctness": "correctness_"}
+    summary_sections = {"throughput": "", "correctness": "correctness_",
+                        "arithmetic": "arithmetic_", "attention": "attention_",
+                        "compilation": "compilation_", "mixed_precision": "mixed_precision_"}
 
     def models(self) -> list[str]:
         return list(MODELS)
@@ -89,6 +91,15 @@ class Inference(Scenario):
                 f"{spec.max_positions} positions"
             )
         return None
+
+    def protocol(self, cell: "Cell") -> int:
+        """2 where dlbench after v1 measures differently: PyTorch's torchscript and compile
+        recipes (the same attention work as eager; frozen weights in compile on the CPU)
+        and TensorFlow on a GPU (float32 without TF32, memory growth)."""
+        protocol = OPTIMIZATIONS[cell.optimization].recipe.protocol
+        if cell.framework == "tensorflow" and cell.device == "gpu":
+            protocol = max(protocol, 2)
+        return protocol
 
     # -- the shared weights and reference outputs (dlbench.reference) ----------------------
 
@@ -130,11 +141,12 @@ class Inference(Scenario):
     def measure(self, backend, cell: "Cell", settings: dict, clock, inputs: dict) -> dict:
         from dlbench.frameworks import load_ops
         from dlbench.measure.correctness import compare, load_reference
-        from dlbench.measure.timing import steady_state
+        from dlbench.measure.timing import steady_state_and_output
 
         spec = get_model(cell.model)
         optimization = OPTIMIZATIONS[cell.optimization]
-        problem = backend.precision_problem(optimization.precision.name)
+        precision = optimization.precision.name
+        problem = backend.precision_problem(precision)
         if problem:
             return {"status": "unsupported", "reason": problem}
         weights, reference_file = inputs.get("weights"), inputs.get("reference")
@@ -146,33 +158,51 @@ class Inference(Scenario):
         if reference_file is not None:  # a stale reference fails now, not after timing
             expected = load_reference(reference_file, ids, dict(spec.params))
         ops = load_ops(backend, self.name)
+        arithmetic = backend.set_arithmetic(precision)  # float32 is float32 in both
         backend.reset_device_memory()  # peaks of this cell only (in a group, too)
+        memory = clock.memory
+        if memory is not None:
+            memory.set_device(backend.memory_counters())
         try:
-            model = ops.build(spec, settings["seed"], optimization, weights)
+            model = ops.build(spec, settings["seed"], optimization, weights,
+                              attention=settings.get("attention", "sdpa"))
             model_inputs = ops.inputs(ids)
+            ops.same_attention_work(model, model_inputs)
             start = time.perf_counter()
             step = prepare(ops, model, model_inputs, optimization)  # tracing, conversion
             prepare_s = time.perf_counter() - start
             clock.mark("model_ready_s")
-            timing = steady_state(step, backend.synchronize, settings, clock,
-                                  backend.device_timer())
-            device_memory = backend.device_memory()
+            if memory is not None:
+                memory.end("load")
+                memory.resident("after_model")
+            timing, output = steady_state_and_output(
+                step, backend.synchronize, settings, clock, backend.device_timer(),
+                min_warmup=optimization.recipe.min_warmup(cell.device))
             correctness = None
-            if expected is not None:  # one more call, in the steady state
-                output = ops.to_numpy(step())
-                correctness = compare(output, expected, reference_file, optimization.precision)
+            if expected is not None:  # the output of the last timed call
+                correctness = compare(ops.to_numpy(output), expected, reference_file,
+                                      optimization.precision)
+            del output
+            attention = ops.attention(model)
+            compilation = ops.compilation()
+            mixed = None
+            if precision in MIXED:  # one more, eager call, after everything is measured
+                mixed = ops.precision_ops(model, model_inputs, optimization)
         finally:
             ops.release()
         # Time spent making the step fast, beyond one steady-state call.
         compile_s = max(0.0, prepare_s + timing["cold_start_s"] - timing["median_ms"] / 1e3)
         return {
-            "optimization": {**optimization.describe(), "description": optimization.description},
+            "optimization": {**optimization.describe(cell.device),
+                             "description": optimization.description},
+            "arithmetic": arithmetic,
+            "attention": {"setting": settings.get("attention", "sdpa"), **attention},
             "timing": {"prepare_s": prepare_s, "compile_s": compile_s, **timing},
             "throughput": throughput(cell, timing["median_ms"]),
             "correctness": correctness,
-            # On a GPU: the framework's own peaks since the reset (NVML's view is sampled by
-            # the supervisor).
-            "memory": device_memory or {},
+            "compilation": compilation,
+            "mixed_precision": mixed,
+            "memory": _memory(backend, memory),
             "details": ops.versions(),
         }
 
@@ -205,7 +235,7 @@ class Inference(Scenario):
                 "properties": {
                     "reference": {"type": "string"},
                     "reference_file": {"type": "string"},
-                    "precision": {"enum": ["fp32", "bf16", "fp16"]},
+                    "precision": {"enum": list(PRECISIONS)},
                     "finite": {"type": "boolean"},
                     "max_abs_error": {"type": ["number", "null"], "minimum": 0},
                     "max_rel_error": {"type": ["number", "null"], "minimum": 0,
@@ -216,9 +246,59 @@ class Inference(Scenario):
                     "within_tolerance": {"type": "boolean"},
                 },
             },
+            "arithmetic": {
+                "type": "object",
+                "description": "how float32 matrix products were computed: TF32 allowed or "
+                               "not (only the tf32 precision allows it), and the "
+                               "framework's switches as read back",
+                "required": ["tf32"],
+                "properties": {"tf32": {"type": "boolean"}, "switches": {"type": "object"}},
+            },
+            "attention": {
+                "type": "object",
+                "description": "transformers' attention implementation that ran, and whether "
+                               "the attention mask was applied (the same in every recipe)",
+                "required": ["implementation", "mask_applied"],
+                "properties": {"setting": {"enum": ["sdpa", "eager"]},
+                               "implementation": {"type": "string"},
+                               "mask_applied": {"type": "boolean"},
+                               "implementation_of": {"type": "string"}},
+            },
+            "compilation": {
+                "type": ["object", "null"],
+                "description": "torch.compile: graphs, graph breaks and recompilations of "
+                               "the cell (dynamo's counters); null for other recipes",
+                "required": ["graphs", "graph_breaks", "recompiles"],
+                "properties": {"graphs": {"type": "integer", "minimum": 0},
+                               "graph_breaks": {"type": "integer", "minimum": 0},
+                               "recompiles": {"type": "integer", "minimum": 0},
+                               "break_reasons": {"type": "array",
+                                                 "items": {"type": "string"}}},
+            },
+            "mixed_precision": {
+                "type": ["object", "null"],
+                "description": "bf16/fp16: the ops that computed in float32 and those in the "
+                               "reduced type under the framework's mixed-precision mode",
+                "required": ["float32_ops", "reduced_ops"],
+                "properties": {"float32_ops": {"type": "array", "items": {"type": "string"}},
+                               "reduced_ops": {"type": "array", "items": {"type": "string"}}},
+            },
         }
         schema["ok_requires"] = ["throughput"]
         return schema
+
+
+def _memory(backend, memory) -> dict:
+    """The memory section's scenario part: the phases (host; on a GPU the framework's own
+    device figures too) and, on a GPU, the framework's peaks over the whole cell."""
+    device = backend.device_memory() or {}
+    if memory is None:
+        return device
+    # The peaks over the whole cell come from the phases (each phase reset the counters).
+    return {**{k: v for k, v in device.items() if not k.endswith("_peak_mb")},
+            **memory.values(),
+            **{f"device_{key}_peak_mb": value
+               for key, value in memory.device_cell_peaks_mb().items()}}
 
 
 def throughput(cell: "Cell", median_ms: float) -> dict:

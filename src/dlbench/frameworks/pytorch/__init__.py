@@ -3,6 +3,7 @@ timing, memory peaks, out-of-memory detection, versions). Scenario operations ar
 modules beside this one."""
 
 import os
+import re
 
 # transformers 4.x imports TensorFlow too when it finds it: seconds and ~500 MB per cell.
 os.environ.setdefault("USE_TF", "0")
@@ -34,6 +35,30 @@ class PyTorchBackend:
         return gpu_precision_problem(precision, torch.cuda.get_device_name(self.device),
                                      torch.cuda.get_device_capability(self.device))
 
+    def set_arithmetic(self, precision: str) -> dict:
+        mode = "tf32" if precision == "tf32" else "ieee"
+        switches = {}
+        if hasattr(torch.backends, "fp32_precision"):  # PyTorch 2.9 and later
+            # Every float32 matrix product and convolution: cuBLAS, cuDNN (whose
+            # convolutions allow TF32 by default) and oneDNN on the CPU, which is always
+            # IEEE float32 (TF32 exists on GPUs only).
+            for name, backend in (("cuda.matmul", torch.backends.cuda.matmul),
+                                  ("cudnn.conv", torch.backends.cudnn.conv),
+                                  ("cudnn.rnn", torch.backends.cudnn.rnn),
+                                  ("mkldnn.matmul", torch.backends.mkldnn.matmul),
+                                  ("mkldnn.conv", torch.backends.mkldnn.conv)):
+                backend.fp32_precision = "ieee" if name.startswith("mkldnn") else mode
+                switches[f"{name}.fp32_precision"] = backend.fp32_precision
+        else:
+            torch.backends.cuda.matmul.allow_tf32 = mode == "tf32"
+            torch.backends.cudnn.allow_tf32 = mode == "tf32"
+            torch.set_float32_matmul_precision("high" if mode == "tf32" else "highest")
+            switches = {"cuda.matmul.allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+                        "cudnn.allow_tf32": torch.backends.cudnn.allow_tf32,
+                        "float32_matmul_precision": torch.get_float32_matmul_precision()}
+        tf32 = any(value in ("tf32", True, "high", "medium") for value in switches.values())
+        return {"tf32": tf32, "switches": switches}
+
     def thread_settings(self) -> dict[str, int]:
         return {"intra_op": torch.get_num_threads(), "inter_op": torch.get_num_interop_threads()}
 
@@ -48,6 +73,19 @@ class PyTorchBackend:
         if self.device.type == "cuda":
             torch.cuda.empty_cache()  # what an earlier cell of the process left cached
             torch.cuda.reset_peak_memory_stats(self.device)
+
+    def memory_counters(self) -> "PyTorchBackend | None":
+        return self if self.device.type == "cuda" else None
+
+    def device_allocated_mb(self) -> float:
+        return torch.cuda.memory_allocated(self.device) / 2**20
+
+    def device_peaks_mb(self) -> dict[str, float]:
+        return {"allocated": torch.cuda.max_memory_allocated(self.device) / 2**20,
+                "reserved": torch.cuda.max_memory_reserved(self.device) / 2**20}
+
+    def reset_device_peaks(self) -> None:
+        torch.cuda.reset_peak_memory_stats(self.device)
 
     def device_memory(self) -> dict[str, float] | None:
         if self.device.type != "cuda":
@@ -64,8 +102,12 @@ class PyTorchBackend:
         # The CPU allocator's failure is a plain RuntimeError.
         return isinstance(exc, RuntimeError) and "can't allocate memory" in str(exc)
 
-    def versions(self) -> dict[str, str]:
-        return {"torch": torch.__version__}
+    def versions(self) -> dict[str, str | None]:
+        cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+        onednn = re.search(r"MKL-DNN v([\w.]+)", torch.__config__.show())
+        return {"torch": torch.__version__, "torch_cuda": torch.version.cuda,
+                "torch_cudnn": str(cudnn) if cudnn else None,
+                "torch_onednn": onednn.group(1) if onednn else None}
 
 
 class _CudaEvents:

@@ -1,9 +1,19 @@
 """PyTorch inference: transformers' PyTorch classes; eager, TorchScript (trace) and
-torch.compile in any mode, each in fp32 or under bf16/fp16 autocast."""
+torch.compile in any mode, each in fp32, tf32 or under bf16/fp16 autocast.
+
+Every recipe does the same attention work. transformers' SDPA attention skips an all-ones
+attention mask when it runs eagerly (a data-dependent check), but torch.jit.trace and
+torch.compile cannot take that branch and build and apply the full mask instead. The
+harness checks once, outside any trace, that the mask is all ones and then lets every
+recipe take eager's branch (`same_attention_work`), so that a speed-up of a compiler is
+not a speed-up over different work. transformers' eager attention (measurement.attention:
+eager) applies the mask in every recipe, as its TensorFlow classes do.
+"""
 
 import contextlib
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -16,6 +26,15 @@ from dlbench.models import ModelSpec
 from dlbench.optimizations import Optimization
 
 _AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
+# Ops that move, view or create tensors without computing on them: left out of the record
+# of which ops computed in which type under autocast.
+_MOVEMENT = frozenset({
+    "view", "_unsafe_view", "reshape", "t", "transpose", "permute", "expand", "slice",
+    "select", "unsqueeze", "squeeze", "clone", "contiguous", "_to_copy", "to", "detach",
+    "split", "split_with_sizes", "unbind", "as_strided", "alias", "copy_", "empty",
+    "empty_like", "zeros", "zeros_like", "ones", "ones_like", "full", "arange", "new_ones",
+    "new_zeros", "new_empty", "lift_fresh", "_reshape_alias", "flatten", "cat", "stack",
+})
 
 
 class PyTorchInference:
@@ -24,6 +43,9 @@ class PyTorchInference:
         self.device = backend.device
         self._temporary: list[str] = []
         self._saved_env: dict[str, str | None] = {}
+        self._undo: list = []  # what release() puts back: patches, Inductor options
+        self._mask_skipped = False
+        self._compiled = False
         self.recipes = {
             "eager": self._eager,
             "torchscript": self._torchscript,
@@ -35,11 +57,14 @@ class PyTorchInference:
     # -- model and inputs ----------------------------------------------------------------
 
     def build(self, spec: ModelSpec, seed: int, optimization: Optimization,
-              weights: Path | None = None) -> torch.nn.Module:
+              weights: Path | None = None, attention: str = "sdpa") -> torch.nn.Module:
         """The model on the device, ready for inference: the weights from a safetensors file
-        written by `dlbench.reference` if given, else random from the seed."""
+        written by `dlbench.reference` if given, else random from the seed; `attention` is
+        transformers' attention implementation (sdpa where the model has one, or eager)."""
         config = getattr(transformers, spec.classes.config_class)(**spec.params)
         model_class = getattr(transformers, spec.classes.pytorch_class)
+        if attention == "eager" or getattr(model_class, "_supports_sdpa", False):
+            config._attn_implementation = attention
         if weights is None:
             torch.manual_seed(seed)
             model = model_class(config)
@@ -75,6 +100,83 @@ class PyTorchInference:
 
     def versions(self) -> dict[str, str]:
         return {"transformers": transformers.__version__}
+
+    # -- what the cell records besides its timing ----------------------------------------
+
+    def attention(self, model: torch.nn.Module) -> dict:
+        """The attention implementation and whether the attention mask is applied (the
+        same in every recipe: see the module's note)."""
+        implementation = model.config._attn_implementation
+        return {"implementation": implementation, "mask_applied": not self._mask_skipped,
+                "implementation_of": "transformers (PyTorch classes)"}
+
+    def compilation(self) -> dict | None:
+        """torch.compile's graphs, graph breaks and recompilations since the compile
+        recipe started (None for other recipes): one graph, no break and no recompilation
+        is what a compiled model should be."""
+        if not self._compiled:
+            return None
+        from torch._dynamo import convert_frame
+        from torch._dynamo.utils import counters
+
+        breaks = counters["graph_break"]
+        recompiles = sum(max(0, n - 1) for n in
+                         getattr(convert_frame, "FRAME_COMPILE_COUNTER", {}).values())
+        return {"graphs": int(counters["stats"]["unique_graphs"]),
+                "graph_breaks": int(sum(breaks.values())), "recompiles": int(recompiles),
+                "break_reasons": [" ".join(reason.split())[:300] for reason in list(breaks)[:5]],
+                "method": "torch._dynamo counters (unique_graphs, graph_break) and compiles "
+                          "per frame"}
+
+    def precision_ops(self, model: torch.nn.Module, inputs: dict,
+                      optimization: Optimization) -> dict:
+        """Which ops computed in float32 and which in the reduced type, in one eager call
+        under the cell's precision (autocast's op lists decide; the recipe does not
+        change them)."""
+        from torch.utils._python_dispatch import TorchDispatchMode
+        from torch.utils._pytree import tree_leaves
+
+        reduced = _AUTOCAST[optimization.precision.name]
+        seen: dict[torch.dtype, set[str]] = {torch.float32: set(), reduced: set()}
+
+        class Dtypes(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                out = func(*args, **(kwargs or {}))
+                name = func.overloadpacket.__name__
+                if name not in _MOVEMENT:
+                    for leaf in tree_leaves(out):
+                        if isinstance(leaf, torch.Tensor) and leaf.dtype in seen:
+                            seen[leaf.dtype].add(f"aten.{name}")
+                return out
+
+        with self._context(optimization)(), Dtypes():
+            model(**inputs)
+        return {"float32_ops": sorted(seen[torch.float32]),
+                "reduced_ops": sorted(seen[reduced]),
+                "method": "aten ops by the floating-point type of their outputs, one eager "
+                          "call under torch.autocast (views and copies left out)"}
+
+    # -- the same attention work in every recipe -----------------------------------------
+
+    def same_attention_work(self, model: torch.nn.Module, inputs: dict) -> None:
+        """Make every recipe skip an all-ones attention mask, as transformers' SDPA path
+        does eagerly: decided here, once, on the real mask; kept until release()."""
+        mask = inputs.get("attention_mask")
+        if model.config._attn_implementation != "sdpa" or mask is None \
+                or not bool(torch.all(mask == 1)):
+            return
+        from transformers import masking_utils
+
+        module = sys.modules[type(model).__module__]
+        if hasattr(module, "_prepare_4d_attention_mask_for_sdpa"):  # BERT-like models
+            self._patch(module, "_prepare_4d_attention_mask_for_sdpa", _no_padding_mask)
+        self._patch(masking_utils, "_ignore_causal_mask_sdpa", _causal_mask_as_is_causal)
+        self._mask_skipped = True
+
+    def _patch(self, owner, name: str, value) -> None:
+        original = getattr(owner, name)
+        setattr(owner, name, value)
+        self._undo.append(lambda: setattr(owner, name, original))
 
     # -- recipes: each returns the step to time ------------------------------------------
 
@@ -118,12 +220,23 @@ class PyTorchInference:
         return self._step(lambda: traced(input_ids=ids), context)
 
     def _compile(self, model, inputs: dict, optimization: Optimization):
+        from torch._dynamo import convert_frame
+        from torch._dynamo.utils import counters
+
         # A fresh Inductor cache per cell: the first call pays a cold compilation, the
         # same in every run, instead of whatever an earlier cell left behind.
         cache_dir = tempfile.mkdtemp(prefix="dlbench-inductor-")
         self._temporary.append(cache_dir)
         self._set_env("TORCHINDUCTOR_CACHE_DIR", cache_dir)
         self._set_env("TRITON_CACHE_DIR", os.path.join(cache_dir, "triton"))
+        options = dict(optimization.recipe.inductor_cpu) if self.device.type == "cpu" else {}
+        if options:  # Inductor compiles at the first call: its options stay set till then
+            patch = torch._inductor.config.patch(options)
+            patch.__enter__()
+            self._undo.append(lambda: patch.__exit__(None, None, None))
+        counters.clear()  # this cell's graphs, breaks and recompilations only
+        getattr(convert_frame, "FRAME_COMPILE_COUNTER", {}).clear()
+        self._compiled = True
         compiled = torch.compile(model, mode=optimization.recipe.compile_mode)
         return self._step(lambda: compiled(**inputs).last_hidden_state,
                           self._context(optimization))
@@ -139,6 +252,9 @@ class PyTorchInference:
         afresh (no cached graphs, no switch to dynamic shapes because an earlier cell
         compiled another shape), with the environment it started with."""
         torch.compiler.reset()
+        while self._undo:
+            self._undo.pop()()
+        self._mask_skipped = self._compiled = False
         for path in self._temporary:
             shutil.rmtree(path, ignore_errors=True)
         self._temporary.clear()
@@ -160,6 +276,21 @@ class _LastHiddenState(torch.nn.Module):
 
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
         return self.model(input_ids=input_ids).last_hidden_state
+
+
+def _no_padding_mask(mask: torch.Tensor, dtype: torch.dtype, tgt_len: int | None = None):
+    """transformers' `_prepare_4d_attention_mask_for_sdpa` for a mask the harness found to
+    be all ones: no mask, as it returns itself outside a trace."""
+    return None
+
+
+def _causal_mask_as_is_causal(padding_mask, query_length: int, kv_length: int, kv_offset: int,
+                              local_attention_size: int | None = None) -> bool:
+    """transformers' `masking_utils._ignore_causal_mask_sdpa` for a padding mask the harness
+    found to be all ones: its decision outside a trace (SDPA's is_causal instead of a
+    mask, where the query and key lengths allow it)."""
+    return ((query_length == 1 or kv_length == query_length)
+            and (local_attention_size is None or kv_length < local_attention_size))
 
 
 def _check_loading(info: dict, weights: Path) -> None:

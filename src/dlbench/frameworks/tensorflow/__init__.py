@@ -26,6 +26,15 @@ class TensorFlowBackend:
         self._gpus = tf.config.list_physical_devices("GPU")
         if device == "cpu" and self._gpus:
             tf.config.set_visible_devices([], "GPU")
+        self.memory_growth = False
+        if device == "gpu" and self._gpus:
+            # Without it TensorFlow reserves almost the whole GPU when it starts, and NVML's
+            # view of the process is the card's size whatever the cell uses. (Like the
+            # thread pools, this is fixed before the runtime starts.)
+            for gpu in self._gpus:
+                tf.config.experimental.set_memory_growth(gpu, True)
+            self.memory_growth = all(tf.config.experimental.get_memory_growth(gpu)
+                                     for gpu in self._gpus)
         self.on_gpu = device == "gpu"
         self.device_name = "/GPU:0" if self.on_gpu else "/CPU:0"
 
@@ -42,6 +51,13 @@ class TensorFlowBackend:
         details = tf.config.experimental.get_device_details(self._gpus[0])
         return gpu_precision_problem(precision, details.get("device_name", "the GPU"),
                                      tuple(details.get("compute_capability") or (0, 0)))
+
+    def set_arithmetic(self, precision: str) -> dict:
+        # TensorFlow's default lets float32 matrix products and convolutions on Ampere or
+        # newer GPUs round their inputs to TF32: a different computation from float32.
+        tf.config.experimental.enable_tensor_float_32_execution(precision == "tf32")
+        enabled = tf.config.experimental.tensor_float_32_execution_enabled()
+        return {"tf32": enabled, "switches": {"tensor_float_32_execution": enabled}}
 
     def thread_settings(self) -> dict[str, int]:
         return {
@@ -62,18 +78,41 @@ class TensorFlowBackend:
         if self.on_gpu:
             tf.config.experimental.reset_memory_stats("GPU:0")
 
+    def memory_counters(self) -> "TensorFlowBackend | None":
+        return self if self.on_gpu else None
+
+    def device_allocated_mb(self) -> float:
+        return tf.config.experimental.get_memory_info("GPU:0")["current"] / 2**20
+
+    def device_peaks_mb(self) -> dict[str, float]:
+        return {"allocated": tf.config.experimental.get_memory_info("GPU:0")["peak"] / 2**20}
+
+    def reset_device_peaks(self) -> None:
+        tf.config.experimental.reset_memory_stats("GPU:0")
+
     def device_memory(self) -> dict[str, float] | None:
         if not self.on_gpu:
             return None
         info = tf.config.experimental.get_memory_info("GPU:0")
         return {"device_allocated_peak_mb": info["peak"] / 2**20,
-                "device_method": "tf.config.experimental.get_memory_info peak"}
+                "device_method": "tf.config.experimental.get_memory_info peak",
+                "device_memory_growth": self.memory_growth}
 
     def is_out_of_memory(self, exc: BaseException) -> bool:
         return isinstance(exc, MemoryError | tf.errors.ResourceExhaustedError)
 
-    def versions(self) -> dict[str, str]:
-        return {"tensorflow": tf.__version__}
+    def versions(self) -> dict[str, str | None]:
+        from tensorflow.python.util import _pywrap_util_port
+
+        build = tf.sysconfig.get_build_info()
+        cuda = build.get("is_cuda_build")
+        return {"tensorflow": tf.__version__,
+                "tensorflow_cuda": build.get("cuda_version") if cuda else None,
+                "tensorflow_cudnn": build.get("cudnn_version") if cuda else None,
+                # oneDNN's custom CPU operations: on or off (TF_ENABLE_ONEDNN_OPTS, whose
+                # default depends on the CPU), as TensorFlow decided at start-up.
+                "tensorflow_onednn": "on" if _pywrap_util_port.IsMklEnabled() else "off",
+                "TF_ENABLE_ONEDNN_OPTS": os.environ.get("TF_ENABLE_ONEDNN_OPTS")}
 
 
 def make_backend(device: str, threads: int, interop_threads: int) -> TensorFlowBackend:

@@ -1,5 +1,7 @@
 """TensorFlow inference: transformers' TensorFlow classes (tf-keras); eager, tf.function and
-XLA, each in fp32 or under a bf16/fp16 mixed-precision policy."""
+XLA, each in fp32, tf32 or under a bf16/fp16 mixed-precision policy. transformers' TF
+classes have one attention implementation, the explicit one (matmul, the additive mask,
+softmax, matmul), which applies the mask in every recipe."""
 
 from pathlib import Path
 
@@ -12,6 +14,15 @@ from dlbench.models import ModelSpec
 from dlbench.optimizations import Optimization
 
 _POLICIES = {"bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
+_REDUCED = {"bf16": tf.bfloat16, "fp16": tf.float16}
+# Graph ops that move, view or create tensors without computing on them: left out of the
+# record of which ops computed in which type under a mixed-precision policy.
+_MOVEMENT = frozenset({
+    "Cast", "Identity", "IdentityN", "Reshape", "Transpose", "Const", "Shape", "StridedSlice",
+    "Pack", "Unpack", "ConcatV2", "ReadVariableOp", "Placeholder", "NoOp", "ExpandDims",
+    "Squeeze", "Fill", "ZerosLike", "OnesLike", "Range", "BroadcastTo", "Split", "SplitV",
+    "Slice", "Tile",
+})
 
 
 def _forward(model, inputs: dict):
@@ -46,9 +57,10 @@ class TensorFlowInference:
         self.backend = backend
 
     def build(self, spec: ModelSpec, seed: int, optimization: Optimization,
-              weights: Path | None = None):
+              weights: Path | None = None, attention: str = "sdpa"):
         """The model on the device: the weights of a safetensors file written by
-        `dlbench.reference` (PyTorch's, read without torch) if given, else random."""
+        `dlbench.reference` (PyTorch's, read without torch) if given, else random.
+        (`attention` has no choice here: see the module's note.)"""
         # The policy applies to the layers created after it is set: compute in the
         # reduced precision, variables (and so the loaded weights) in float32. It is
         # global: release() puts float32 back.
@@ -74,6 +86,39 @@ class TensorFlowInference:
 
     def versions(self) -> dict[str, str]:
         return {"transformers": transformers.__version__}
+
+    def same_attention_work(self, model, inputs: dict) -> None:
+        """Nothing to do: every recipe runs the same explicit attention with its mask."""
+
+    def attention(self, model) -> dict:
+        return {"implementation": "eager", "mask_applied": True,
+                "implementation_of": "transformers (TensorFlow classes)"}
+
+    def compilation(self) -> None:
+        return None
+
+    def precision_ops(self, model, inputs: dict, optimization: Optimization) -> dict:
+        """Which graph ops compute in float32 and which in the reduced type under the
+        Keras policy, from the traced graph of the forward pass (the recipe does not
+        change the policy's choices; XLA compiles this graph)."""
+        reduced = _REDUCED[optimization.precision.name]
+        seen: dict = {tf.float32: set(), reduced: set()}
+
+        @tf.function
+        def forward(input_ids, attention_mask):
+            return _forward(model, {"input_ids": input_ids, "attention_mask": attention_mask})
+
+        graph = forward.get_concrete_function(**inputs).graph
+        for op in graph.get_operations():
+            if op.type in _MOVEMENT:
+                continue
+            for output in op.outputs:
+                if output.dtype in seen:
+                    seen[output.dtype].add(op.type)
+        return {"float32_ops": sorted(seen[tf.float32]), "reduced_ops": sorted(seen[reduced]),
+                "method": "TensorFlow graph ops by the floating-point type of their outputs, "
+                          "from the forward pass traced under the Keras policy (casts, "
+                          "reshapes and reads left out)"}
 
     def release(self) -> None:
         """Leave the process as the cell found it: an empty Keras state (layer names,

@@ -1,0 +1,267 @@
+"""Fair comparisons, in the real frameworks on the tiny models: the same arithmetic in both
+(float32 without TF32 unless `tf32` is asked for), the same attention work in every
+PyTorch recipe, what each framework keeps in float32 under mixed precision, torch.compile's
+graphs, memory by phase, the libraries on the measured path, and TensorFlow's memory growth
+on a GPU."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from dlbench.optimizations import OPTIMIZATIONS, PRECISIONS
+from dlbench.scenarios.inference import cell as Cell
+from tests.conftest import tool_env
+from tests.test_cli import run_cell
+
+
+def python(code: str, timeout: int = 600, **env: str) -> dict:
+    """Run code in a fresh interpreter; the JSON it prints last."""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=timeout, env=tool_env(**env))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+# -- the same arithmetic -------------------------------------------------------------------
+
+
+def test_tf32_is_a_precision_of_both_frameworks_on_gpus_only():
+    for recipe in ("eager", "compile", "graph", "xla"):
+        assert OPTIMIZATIONS[f"{recipe}-tf32"].precision is PRECISIONS["tf32"]
+    tolerances = [PRECISIONS[p].tolerance for p in ("fp32", "tf32", "fp16")]
+    assert tolerances == sorted(tolerances)  # between float32's and float16's
+    reason = Cell("tensorflow", "tiny-bert", "cpu", 1, 8, "xla-tf32").unsupported_reason()
+    assert reason.startswith("optimization 'xla-tf32': TF32 is a tensor-core format")
+    assert Cell("pytorch", "tiny-bert", "gpu", 1, 8, "eager-tf32").unsupported_reason() is None
+
+
+BACKEND = """
+import json
+from dlbench.frameworks import load_backend, load_ops
+from dlbench.models import get_model
+from dlbench.optimizations import OPTIMIZATIONS
+from dlbench.scenarios.inference import token_ids
+backend = load_backend({framework!r}, "cpu", 2, 1)
+found = {{p: backend.set_arithmetic(p) for p in ("tf32", "bf16", "fp32")}}
+ops = load_ops(backend, "inference")
+spec, bf16 = get_model("tiny-bert"), OPTIMIZATIONS["eager-bf16"]
+model = ops.build(spec, 0, bf16)
+found["ops"] = ops.precision_ops(model, ops.inputs(token_ids(spec, 1, 8, 0)), bf16)
+print(json.dumps(found))
+"""
+
+
+@pytest.mark.parametrize(("framework", "matmul", "layer_norm"), [
+    ("pytorch", {"aten.linear", "aten.addmm", "aten.mm", "aten.bmm"},
+     {"aten.layer_norm", "aten.native_layer_norm"}),
+    ("tensorflow", {"MatMul", "BatchMatMulV2"}, {"Rsqrt", "Mean", "FusedBatchNormV3"}),
+])
+def test_float32_is_float32_and_mixed_precision_names_its_float32_ops(framework, matmul,
+                                                                      layer_norm):
+    """fp32 (and bf16/fp16) switch TF32 off, in TensorFlow too (it allows TF32 by default);
+    tf32 switches it on. Under bf16 the matrix products compute in bfloat16 and each
+    framework keeps its own choice of ops in float32 (run on this CPU in emulation)."""
+    found = python(BACKEND.format(framework=framework))
+    assert found["tf32"]["tf32"] is True
+    assert found["fp32"]["tf32"] is False and found["bf16"]["tf32"] is False
+    assert not any(v in ("tf32", True) for v in found["fp32"]["switches"].values())
+    ops = found["ops"]
+    assert matmul & set(ops["reduced_ops"]), ops
+    assert layer_norm & set(ops["float32_ops"]), ops
+    assert not set(ops["float32_ops"]) & {"Cast", "aten._to_copy", "aten.view"}
+
+
+@pytest.mark.parametrize(("framework", "optimization"), [("pytorch", "eager"),
+                                                         ("tensorflow", "graph")])
+def test_every_cell_records_arithmetic_attention_memory_phases_and_builds(tmp_path, framework,
+                                                                         optimization):
+    record = run_cell(tmp_path, f"--framework={framework}", "--model=tiny-bert", "--device=cpu",
+                      "--batch=2", "--seqlen=16", f"--optimization={optimization}")
+    assert record["status"] == "ok", record["reason"]
+    assert record["arithmetic"]["tf32"] is False
+    attention = record["attention"]
+    assert attention["setting"] == "sdpa"
+    if framework == "pytorch":  # an all-ones mask is skipped, in every recipe
+        assert (attention["implementation"], attention["mask_applied"]) == ("sdpa", False)
+        assert {"torch", "torch_cuda", "torch_cudnn", "torch_onednn"} <= set(record["details"])
+    else:  # transformers' TF classes: explicit attention, the mask always applied
+        assert (attention["implementation"], attention["mask_applied"]) == ("eager", True)
+        assert record["arithmetic"]["switches"] == {"tensor_float_32_execution": False}
+        assert {"tensorflow", "tensorflow_cuda", "tensorflow_onednn",
+                "TF_ENABLE_ONEDNN_OPTS"} <= set(record["details"])
+    memory = record["memory"]
+    for phase in ("load_peak_mb", "resident_after_model_mb", "first_call_peak_mb",
+                  "steady_peak_mb"):
+        assert 0 < memory[phase] <= memory["peak_host_rss_mb"] + 1, phase
+    assert memory["peak_host_rss_mb"] == pytest.approx(
+        max(memory["load_peak_mb"], memory["first_call_peak_mb"], memory["steady_peak_mb"]),
+        abs=8)
+    assert record["compilation"] is None and record["protocol"] == 1
+
+
+# -- TensorFlow's memory growth on a GPU (no GPU here: the device list is planted) ------------
+
+MEMORY_GROWTH = """
+import json
+import tensorflow as tf
+grown = {}
+gpu = tf.config.PhysicalDevice("/physical_device:GPU:0", "GPU")
+tf.config.list_physical_devices = lambda kind=None: [gpu] if kind == "GPU" else []
+tf.config.experimental.set_memory_growth = lambda device, on: grown.__setitem__(device.name, on)
+tf.config.experimental.get_memory_growth = lambda device: grown.get(device.name, False)
+from dlbench.frameworks import load_backend
+backend = load_backend("tensorflow", "gpu", 2, 1)
+print(json.dumps({"grown": grown, "recorded": backend.memory_growth}))
+"""
+
+
+def test_tensorflow_grows_its_gpu_memory_instead_of_reserving_the_card():
+    found = python(MEMORY_GROWTH)
+    assert found == {"grown": {"/physical_device:GPU:0": True}, "recorded": True}
+
+
+# -- the same attention work in every PyTorch recipe ---------------------------------------
+
+ATTENTION = """
+import json
+import torch
+from torch.overrides import TorchFunctionMode
+from dlbench.frameworks import load_backend, load_ops
+from dlbench.models import get_model
+from dlbench.optimizations import OPTIMIZATIONS
+from dlbench.scenarios.inference import prepare, token_ids
+
+SDPA = torch.nn.functional.scaled_dot_product_attention
+class Masks(TorchFunctionMode):
+    def __init__(self):
+        super().__init__()
+        self.masks = []  # per SDPA call: was a mask passed?
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {{}}
+        if func is SDPA:
+            mask = kwargs.get("attn_mask", args[3] if len(args) > 3 else None)
+            self.masks.append(mask is not None)
+        return func(*args, **kwargs)
+
+ops = load_ops(load_backend("pytorch", "cpu", 1, 1), "inference")
+found = {{}}
+for name in {models!r}:
+    spec = get_model(name)
+    for recipe in ("eager", "torchscript", "compile"):
+        optimization = OPTIMIZATIONS[recipe]
+        try:
+            model = ops.build(spec, 0, optimization, attention={attention!r})
+        except TypeError:  # a dlbench without the attention setting
+            model = ops.build(spec, 0, optimization)
+        inputs = ops.inputs(token_ids(spec, 2, 16, 0))
+        if hasattr(ops, "same_attention_work"):  # as the inference scenario does
+            ops.same_attention_work(model, inputs)
+        spy = Masks()
+        with torch.inference_mode():
+            if recipe == "compile":  # dynamo's graph of the recipe's model and inputs
+                explained = torch._dynamo.explain(model)(**inputs)
+                code = "\\n".join(g.code for g in explained.graphs)
+                calls = [l for l in code.splitlines() if "scaled_dot_product_attention" in l]
+                masks = ["attn_mask = None" not in l for l in calls]
+                found[f"{{name}} compile graphs"] = explained.graph_count
+            else:  # the trace happens in prepare(); eager runs here
+                with spy:
+                    step = prepare(ops, model, inputs, optimization)
+                    if recipe == "eager":
+                        step()
+                masks = spy.masks
+        found[f"{{name}} {{recipe}}"] = masks
+        ops.release()
+print(json.dumps(found))
+"""
+MASKED_MODELS = ["tiny-bert", "tiny-gpt2", "tiny-distilbert", "tiny-roberta"]
+
+
+@pytest.mark.slow
+def test_every_pytorch_recipe_does_the_same_attention_work():
+    """transformers' SDPA path skips an all-ones mask eagerly; trace and compile took the
+    other branch and applied it (aten::ones, masked_fill feeding SDPA). With the harness's
+    policy every recipe calls SDPA without a mask."""
+    found = python(ATTENTION.format(models=MASKED_MODELS, attention="sdpa"))
+    for name in MASKED_MODELS:
+        for recipe in ("eager", "torchscript", "compile"):
+            masks = found[f"{name} {recipe}"]
+            assert masks and not any(masks), (name, recipe, masks)
+        assert found[f"{name} compile graphs"] == 1
+
+
+@pytest.mark.slow
+def test_eager_attention_applies_the_mask_in_every_recipe_without_sdpa():
+    """measurement.attention: eager — the explicit algorithm of the TensorFlow classes."""
+    found = python(ATTENTION.format(models=["tiny-bert", "tiny-gpt2"], attention="eager"))
+    assert all(masks == [] for key, masks in found.items() if not key.endswith("graphs"))
+
+
+# -- torch.compile: Inductor's CPU inference settings, graphs and graph breaks -------------
+
+KERNELS = """
+import json, re
+import torch
+from torch._inductor.utils import run_and_get_code
+from dlbench.frameworks import load_backend, load_ops
+from dlbench.models import get_model
+from dlbench.optimizations import OPTIMIZATIONS
+from dlbench.scenarios.inference import prepare, token_ids
+ops = load_ops(load_backend("pytorch", "cpu", 2, 1), "inference")
+spec = get_model("tiny-bert")
+found = {}
+for name in ("compile", "compile-max-autotune"):
+    optimization = OPTIMIZATIONS[name]
+    model = ops.build(spec, 0, optimization)
+    step = prepare(ops, model, ops.inputs(token_ids(spec, 2, 16, 0)), optimization)
+    _, code = run_and_get_code(step)
+    found[name] = len(re.findall(r"micro_gemm", "\\n".join(code)))
+    found[name + " stats"] = ops.compilation()
+    ops.release()
+print(json.dumps(found))
+"""
+
+
+@pytest.mark.slow
+def test_max_autotune_on_the_cpu_picks_its_own_gemm_kernels():
+    """Inductor's CPU GEMM templates need frozen weights: without freezing, max-autotune
+    chose among nothing but the library's matrix products and compiled as `compile` does."""
+    found = python(KERNELS)
+    assert found["compile-max-autotune"] > 0 and found["compile"] == 0
+    for name in ("compile", "compile-max-autotune"):
+        stats = found[name + " stats"]
+        assert (stats["graphs"], stats["graph_breaks"], stats["recompiles"]) == (1, 0, 0)
+
+
+GRAPH_BREAK = """
+import json
+import torch
+from transformers.modeling_outputs import BaseModelOutput
+from dlbench.frameworks import load_backend, load_ops
+from dlbench.optimizations import OPTIMIZATIONS
+
+class Split(torch.nn.Module):  # a model that cannot compile to one graph
+    def forward(self, x):
+        y = torch.relu(x)
+        print("a graph break")
+        return BaseModelOutput(last_hidden_state=y * 2)
+
+ops = load_ops(load_backend("pytorch", "cpu", 1, 1), "inference")
+step = ops.recipes["compile"](Split(), {"x": torch.ones(4)}, OPTIMIZATIONS["compile"])
+step()
+step()
+print(json.dumps(ops.compilation()))
+"""
+
+
+@pytest.mark.slow
+def test_a_model_that_did_not_compile_to_one_graph_is_counted_and_flagged():
+    from dlbench.measure.flags import flags
+
+    stats = python(GRAPH_BREAK)
+    assert stats["graph_breaks"] >= 1 and stats["graphs"] >= 2
+    assert "print" in " ".join(stats["break_reasons"])
+    result = flags(0.01, [], compilation=stats)
+    assert result["not_one_graph"] and result["reasons"][0].startswith("not one graph")
