@@ -21,12 +21,15 @@ from dlbench.analysis import (
     generic,
     gpu,
     latency,
+    memory,
     plots,
+    precision,
     quality,
     ratio,
     speedup,
     startup,
     status,
+    uncertainty,
 )
 from dlbench.analysis.summary import derive, load, of_scenario, scenarios, timed
 from dlbench.measure.flags import NOISY_STEAL_FRACTION, UNSTABLE_RELATIVE_IQR
@@ -194,12 +197,60 @@ def test_several_hosts_with_one_fingerprint_are_comparable():
 
 
 def test_environment_disagreement_lists_each_combination():
-    env = environment.environment(env_rows())  # the dirty flag differs: git commit disagrees
-    assert env.disagree == ["git commit"]
-    cells = dict(zip(env.table["framework"], env.table["cells"], strict=True))
-    assert cells == {"PyTorch": 1, "TensorFlow": 2}
-    assert set(env.table["git commit"]) == {"0123456789ab", "0123456789ab (dirty)"}
-    assert set(env.table["torch"]) == {"2.0", "—"}  # TensorFlow's cells have no torch
+    env = environment.environment(env_rows(env_torch=["2.0", "2.1", None],
+                                           framework=["pytorch", "pytorch", "tensorflow"]))
+    assert env.disagree == ["torch"]
+    assert env.notes == ["git commit"]  # the dirty flag differs: a note, not a disagreement
+    cells = dict(zip(env.table["framework"], env.table["cells"], strict=False))
+    assert cells == {"PyTorch": 1, "TensorFlow": 1}
+    assert set(env.table["torch"]) == {"2.0", "2.1", "—"}  # TensorFlow's cells have no torch
+
+
+def two_environments(**changes) -> pd.DataFrame:
+    """A PyTorch cell and a TensorFlow cell from two environments, one per framework (as
+    two conda environments): everything but the hardware differs in their fingerprints."""
+    rows = {"framework": ["pytorch", "tensorflow"], "device": ["cpu", "cpu"],
+            "precision": ["fp32", "fp32"], "env_fingerprint": ["a1", "b2"],
+            "env_hardware_fingerprint": ["h", "h"], "env_packages_hash": ["p1", "p2"],
+            "env_hostname": ["n1", "n1"], "env_cpu_model": ["EPYC", "EPYC"],
+            "env_torch": ["2.13.0", None], "env_tensorflow": [None, "2.21.0"],
+            "path_torch": ["2.13.0", None], "path_tensorflow": [None, "2.21.0"],
+            "path_transformers": ["4.57.6", "4.57.6"],
+            "path_torch_cuda": ["12.8", None], "path_tensorflow_cuda": [None, "12.5.1"],
+            "arithmetic_tf32": [False, False]}
+    return pd.DataFrame(rows | changes)
+
+
+def test_one_environment_per_framework_is_comparable():
+    """Two environments differ in their package hash (and so their whole fingerprint) by
+    design: that alone does not make a PyTorch/TensorFlow pair incomparable, nor do the
+    CUDA builds of CPU cells, which no CPU cell runs."""
+    env = environment.environment(two_environments())
+    assert env.disagree == []
+    assert env.notes == ["packages"]
+    values = dict(zip(env.table[""], env.table["value"], strict=True))
+    assert values["torch"] == "2.13.0" and values["tensorflow"] == "2.21.0"
+    assert "torch CUDA" not in values  # not on a CPU cell's path
+
+
+@pytest.mark.parametrize(("changes", "disagree"), [
+    ({"env_hardware_fingerprint": ["h", "other"], "env_cpu_model": ["EPYC", "Xeon"]},
+     ["hardware", "CPU"]),
+    ({"path_transformers": ["4.57.6", "4.56.0"]}, ["transformers"]),
+    ({"device": ["gpu", "gpu"], "path_torch_cuda": ["12.8", "12.8"],
+      "path_tensorflow_cuda": ["12.5.1", "12.5.1"], "path_torch": ["2.13.0", "2.12.0"]},
+     ["torch"]),
+    ({"arithmetic_tf32": [False, True]}, ["TF32 (fp32 cells)"]),
+])
+def test_what_matters_for_a_comparison_disagrees(changes, disagree):
+    assert environment.environment(two_environments(**changes)).disagree == disagree
+
+
+def test_older_summaries_count_a_library_only_on_its_frameworks_path():
+    rows = two_environments().drop(columns=["path_torch", "path_tensorflow",
+                                            "path_transformers"])
+    rows["env_torch"] = ["2.13.0", "2.12.0"]  # the TensorFlow environment has another torch
+    assert environment.environment(rows).disagree == []
 
 
 def test_status_counts_and_cells_without_timing(summary):
@@ -232,6 +283,34 @@ def test_flags_recomputed_with_the_harness_thresholds():
     assert flagged["noisy_machine"].tolist() == [False, False, True, False]
     assert flagged["reasons"].iloc[2].startswith("noisy machine: 5% of the CPU time")
     assert flagged["reasons"].iloc[0] == ""
+
+
+def test_every_flag_recomputed_from_the_summary():
+    """The flags added after the first two, from the columns that hold their figures."""
+    quiet = {"utilization_steal_fraction": 0.0, "utilization_other_load_cores": 0.0,
+             "utilization_logical_cpus": 2, "intra_op_threads": 2, "relative_iqr": 0.01}
+    rows = frame(
+        cell(median=1.0, **quiet),
+        cell(median=1.0, seqlen=2, **quiet | {"utilization_other_load_cores": 1.0}),
+        cell(median=1.0, seqlen=3, **quiet | {"utilization_other_load_cores": 1.0,
+                                              "utilization_logical_cpus": 16}),
+        cell(median=1.0, seqlen=4, **quiet, between_processes_cv=0.08),
+        cell(median=1.0, seqlen=5, **quiet, target_ci=0.02, stopped_by="max_duration",
+             median_ci95_half_width=0.05),
+        cell(median=1.0, seqlen=6, **quiet, target_ci=0.02, stopped_by="target_ci",
+             median_ci95_half_width=0.01),
+        cell(optimization="compile", median=1.0, seqlen=7, **quiet, compilation_graphs=2,
+             compilation_graph_breaks=1, compilation_recompiles=0),
+    )
+    found = flags.recompute(rows)
+    assert found["busy_machine"].tolist() == [False, True, False, False, False, False, False]
+    assert found["spread_between_processes"].tolist() == [False] * 3 + [True] + [False] * 3
+    assert found["ci_not_reached"].tolist() == [False] * 4 + [True, False, False]
+    assert found["not_one_graph"].tolist() == [False] * 6 + [True]
+    assert found["reasons"].iloc[1].startswith("busy machine: other processes kept 1.00")
+    assert found["reasons"].iloc[4] == ("interval not reached: the 95% interval of the median "
+                                        "is ±5.0% after max_duration_s (target ±2.0%)")
+    assert flags.flagged(rows.assign(flags_busy_machine=[False, True] + [False] * 5)).sum() == 1
 
 
 def harness_record(tmp_path: Path, name: str, samples_ms: list[float], steal: float) -> Path:
@@ -366,33 +445,74 @@ def test_speedup_panels_hold_every_cell_of_their_optimization(summary):
 
 
 def test_overview_geometric_mean_compile_time_and_verdict(summary):
-    table, left_out = speedup.overview(summary, several_devices=False)
-    assert left_out == 1  # PyTorch's graph: another framework's optimization
+    view = speedup.overview(summary, several_devices=False)
+    table = view.table
+    assert view.other_framework == 1  # PyTorch's graph: another framework's optimization
     rows = table.set_index(["framework", "optimization"])
     assert "device" not in table
-    # torchscript: 2× and 8×, geometric mean 4×; one of its two checked answers is wrong.
+    # torchscript: 2× at length 8, and 8× at 16 with a wrong answer, which does not count.
     torchscript = rows.loc[("PyTorch", "torchscript")]
-    assert torchscript["speed-up over eager"] == "4.00× (2.00–8.00)"
+    assert torchscript["speed-up over eager"] == "2.00× (2.00–2.00)"
+    assert torchscript["wrong answers left out"] == "✗ 1"
+    assert torchscript["averaged over"] == "1 cells"
     assert torchscript["correctness"] == "✗ 1 of 2 outside tolerance"
     assert torchscript["compile time (s)"] == "2.00"  # the median of 1 and 3
     assert torchscript["max rel error"] == "5.0e-01"
     assert torchscript["cells"] == "2 of 2"
     assert rows.loc[("PyTorch", "compile"), "cells"] == "1 of 2"
+    assert rows.loc[("PyTorch", "compile"), "wrong answers left out"] == "0"
     assert rows.loc[("PyTorch", "eager"), "speed-up over eager"] == "1 (the baseline)"
     assert rows.loc[("PyTorch", "eager"), "correctness"] == "✓ all 2 within tolerance"
     assert rows.loc[("TensorFlow", "graph"), "speed-up over eager"] == "5.00× (5.00–5.00)"
     xla = rows.loc[("TensorFlow", "xla")]
     assert xla["speed-up over eager"] == "— (no eager baseline)"
     assert xla["correctness"] == "not checked"
+    # Length 16: torchscript's answer is wrong and graph has no baseline there, so only
+    # length 8 has a valid speed-up of every compared optimization; nothing is left out
+    # that any of them had.
+    assert view.common == {"cpu": [("bert", 1, 8)]}
+    assert view.left_out.empty
+
+
+def test_wrong_answers_do_not_count_in_the_overview():
+    rows = frame(cell(median=10.0), cell(optimization="fast", median=1.0, within=False),
+                 cell(median=10.0, seqlen=16), cell(optimization="fast", median=5.0, seqlen=16))
+    row = speedup.overview(rows, False).table.set_index("optimization").loc["fast"]
+    assert row["speed-up over eager"] == "2.00× (2.00–2.00)"  # not the wrong 10×
+    assert row["wrong answers left out"] == "✗ 1"
+    only_wrong = frame(cell(median=10.0), cell(optimization="fast", median=1.0, within=False))
+    row = speedup.overview(only_wrong, False).table.set_index("optimization").loc["fast"]
+    assert row["speed-up over eager"] == "— (every speed-up came with a wrong answer)"
+
+
+def test_overview_averages_over_the_cells_every_optimization_measured():
+    """compile ran out of memory at length 16: every row's average is over length 8 only,
+    and the table says which cells were left out and why."""
+    rows = frame(cell(median=10.0), cell(median=40.0, seqlen=16),
+                 cell(optimization="torchscript", median=5.0),
+                 cell(optimization="torchscript", median=10.0, seqlen=16),
+                 cell(optimization="compile", median=2.5),
+                 cell(optimization="compile", status="oom", reason="x", seqlen=16),
+                 cell("tensorflow", median=8.0), cell("tensorflow", median=16.0, seqlen=16),
+                 cell("tensorflow", "graph", 4.0), cell("tensorflow", "graph", 4.0, seqlen=16))
+    view = speedup.overview(rows, several_devices=False)
+    table = view.table.set_index(["framework", "optimization"])
+    assert table.loc[("PyTorch", "torchscript"), "speed-up over eager"] == "2.00× (2.00–2.00)"
+    assert table.loc[("TensorFlow", "graph"), "speed-up over eager"] == "2.00× (2.00–2.00)"
+    assert table.loc[("PyTorch", "compile"), "averaged over"] == "1 cells"
+    assert view.common == {"cpu": [("bert", 1, 8)]}
+    assert view.left_out.to_dict("records") == [
+        {"device": "cpu", "model": "bert", "batch": 1, "seqlen": 16,
+         "missing": "PyTorch compile"}]
 
 
 def test_overview_names_why_an_optimization_never_ran():
     rows = frame(cell(median=10.0),
                  cell(optimization="compile", status="oom", reason="out of host memory"),
                  cell(optimization="compile", status="oom", reason="x", seqlen=16))
-    table, left_out = speedup.overview(rows, several_devices=True)
-    row = table.set_index("optimization").loc["compile"]
-    assert left_out == 0
+    view = speedup.overview(rows, several_devices=True)
+    row = view.table.set_index("optimization").loc["compile"]
+    assert view.other_framework == 0
     assert row["cells"] == "0 of 2" and row["speed-up over eager"] == "N/A (out of memory)"
     assert row["device"] == "cpu" and row["correctness"] == ""
 
@@ -473,9 +593,13 @@ def test_startup_counts_only_the_first_cell_of_each_process():
 
 def test_ratio_pairs_the_best_right_answer_of_each_framework(summary):
     pairs = ratio.pairs(timed(summary)).set_index("seqlen")
-    # Length 8: PyTorch's best is compile (2.5 ms), TensorFlow's graph (4 ms).
+    assert set(pairs["precision"]) == {"fp32"}
+    # Length 8: PyTorch's best is compile (2.5 ms) of 3 candidates, TensorFlow's graph (4 ms)
+    # of 2. (No intervals in this summary: no verdict.)
     assert pairs.loc[8, "ratio"] == pytest.approx(2.5 / 4.0)
-    assert pairs.loc[8, "text"] == "0.62 (compile vs graph)"
+    assert pairs.loc[8, "text"] == "0.62 compile vs graph"
+    assert (pairs.loc[8, "candidates_pt"], pairs.loc[8, "candidates_tf"]) == (3, 2)
+    assert pairs.loc[8, "verdict"] is None
     # Length 16: torchscript (5 ms) is wrong, so PyTorch's best is eager (40 ms); xla (16 ms)
     # beats graph (30 ms) although unchecked.
     assert pairs.loc[16, "ratio"] == pytest.approx(40.0 / 16.0)
@@ -483,10 +607,51 @@ def test_ratio_pairs_the_best_right_answer_of_each_framework(summary):
                                                                                      "xla")
     table = ratio.ratio_table(pairs.reset_index())
     assert table.columns.tolist() == ["model, batch", "seqlen 8", "seqlen 16"]
-    assert table.iloc[0].tolist() == ["bert, batch 1", "0.62 (compile vs graph)",
-                                      "2.50 (eager vs xla)"]
+    assert table.iloc[0].tolist() == ["bert, batch 1", "0.62 compile vs graph",
+                                      "2.50 eager vs xla"]
     grid = ratio.ratio_grid(pairs.reset_index())
     assert grid.loc["bert, batch 1"].tolist() == pytest.approx([0.625, 2.5])
+    assert ratio.candidates(timed(summary)) == {
+        "pytorch": ["compile", "eager", "torchscript"], "tensorflow": ["eager", "graph", "xla"]}
+
+
+def with_ci(median: float, low: float, high: float) -> dict:
+    return {"median_ci95_ms_low": low, "median_ci95_ms_high": high}
+
+
+def test_ratio_compares_equal_precisions_with_intervals_and_ties():
+    """A PyTorch bf16 cell is no rival of a TensorFlow fp32 one: each precision has its own
+    ratio, its interval comes from the two medians' intervals, and an interval that holds 1
+    is a tie."""
+    rows = frame(
+        cell("pytorch", "eager", 10.0, **with_ci(10.0, 9.5, 10.5)),
+        cell("pytorch", "eager-bf16", 4.0, **with_ci(4.0, 3.9, 4.1)),
+        cell("tensorflow", "eager", 10.2, **with_ci(10.2, 9.8, 10.6)),
+        cell("pytorch", "eager", 10.0, seqlen=16, **with_ci(10.0, 9.9, 10.1)),
+        cell("tensorflow", "eager", 20.0, seqlen=16, **with_ci(20.0, 19.0, 21.0)),
+    )
+    pairs = ratio.pairs(timed(rows)).set_index("seqlen")
+    assert list(pairs["precision"]) == ["fp32", "fp32"]  # no TensorFlow bf16: no bf16 pair
+    tie = pairs.loc[8]
+    assert tie["optimization_pt"] == "eager" and tie["ratio"] == pytest.approx(10 / 10.2)
+    assert (tie["ratio_low"], tie["ratio_high"]) == pytest.approx((9.5 / 10.6, 10.5 / 9.8))
+    assert tie["verdict"] == "tie" and tie["text"] == "tie: 0.98 (0.90–1.07) eager vs eager"
+    faster = pairs.loc[16]
+    assert faster["verdict"] == "PyTorch faster"
+    assert faster["text"] == "0.50 (0.47–0.53) eager vs eager"
+    assert ratio.tally(pairs.reset_index()) == {"tie": 1, "PyTorch faster": 1}
+    assert ratio.ties(pairs.reset_index()).loc["bert, batch 1"].tolist() == [True, False]
+    both = frame(cell("pytorch", "eager-bf16", 4.0, **with_ci(4.0, 3.9, 4.1)),
+                 cell("tensorflow", "eager-bf16", 8.0, **with_ci(8.0, 7.9, 8.1)),
+                 cell("tensorflow", "eager", 1.0, **with_ci(1.0, 0.9, 1.1)))
+    assert ratio.precisions(ratio.pairs(timed(both))) == ["bf16"]
+
+
+def test_ratio_of_the_same_recipe_on_both_sides(summary):
+    pairs = ratio.pairs(timed(summary), recipes=["eager"])
+    assert pairs[["seqlen", "optimization_pt", "optimization_tf"]].values.tolist() == [
+        [8, "eager", "eager"]]
+    assert pairs["ratio"].tolist() == pytest.approx([10.0 / 20.0])
 
 
 def test_ratio_needs_both_frameworks_on_the_same_cell():
@@ -553,3 +718,89 @@ def test_plots_draw_on_the_given_axes(summary):
     grid = ratio.ratio_grid(ratio.pairs(timed(summary)))
     ax = plots.ratio_heatmap(Figure(figsize=plots.ratio_size(grid)).subplots(), grid)
     assert [t.get_text() for t in ax.texts] == ["0.62", "2.50"]
+
+
+# --- uncertainty ------------------------------------------------------------------------------
+
+
+def test_a_ratio_is_a_tie_exactly_when_the_intervals_overlap():
+    rng = np.random.default_rng(3)
+    for _ in range(500):
+        a, b = rng.uniform(1, 2, 2)
+        a_low, a_high = a * (1 - rng.uniform(0, 0.2)), a * (1 + rng.uniform(0, 0.2))
+        b_low, b_high = b * (1 - rng.uniform(0, 0.2)), b * (1 + rng.uniform(0, 0.2))
+        r, low, high = uncertainty.ratio_interval(a, a_low, a_high, b, b_low, b_high)
+        assert low <= r <= high
+        tie = uncertainty.verdict(low, high, "a faster", "b faster") == uncertainty.TIE
+        assert tie == bool(uncertainty.overlap(a_low, a_high, b_low, b_high))
+    assert uncertainty.verdict(float("nan"), 1.0, "x", "y") is None
+    assert uncertainty.verdict(0.5, 0.9, "x", "y") == "x"
+    assert uncertainty.verdict(1.1, 1.3, "x", "y") == "y"
+    # Arrays too: the summary's columns.
+    ratios, lows, highs = uncertainty.ratio_interval([2.0, 1.0], [1.9, 0.0], [2.1, 1.1],
+                                                      [1.0, 1.0], [0.9, 0.9], [1.1, 1.1])
+    assert ratios.tolist() == [2.0, 1.0] and np.isnan(lows[1])
+
+
+# --- memory by phase, mixed precision, compile graphs -----------------------------------------
+
+
+def test_memory_table_shows_the_steady_state_beside_the_load_peak():
+    rows = frame(
+        cell("tensorflow", median=5.0, peak_host_rss_mb=1796.0, load_peak_mb=1796.0,
+             resident_after_model_mb=900.0, first_call_peak_mb=950.0, steady_peak_mb=940.0),
+        cell("tensorflow", median=9.0, seqlen=48, peak_host_rss_mb=1796.0, load_peak_mb=1796.0,
+             resident_after_model_mb=900.0, first_call_peak_mb=1000.0, steady_peak_mb=1010.0),
+        cell("pytorch", median=3.0, peak_host_rss_mb=600.0),  # measured before phases
+    )
+    table = memory.memory_table(timed(rows))
+    assert table.columns.tolist() == ["framework", "optimization", "model", "batch", "seqlen",
+                                      "load peak", "model resident", "first call peak",
+                                      "steady peak", "steady − model"]
+    assert table[["seqlen", "steady peak", "steady − model"]].values.tolist() == [
+        [8, "940", "40"], [48, "1,010", "110"]]
+    summary = memory.load_versus_steady(timed(rows)).set_index("framework")
+    assert summary.loc["TensorFlow", "load peak"] == "1,796"
+    assert summary.loc["TensorFlow", "steady − model"] == "75"
+    assert memory.memory_table(timed(frame(cell(median=1.0, peak_host_rss_mb=5.0)))) is None
+
+
+def test_float32_ops_per_framework_and_precision():
+    rows = frame(
+        cell("pytorch", "eager-bf16", 2.0, precision="bf16",
+             mixed_precision_float32_ops="aten.native_layer_norm; aten.add",
+             mixed_precision_reduced_ops="aten.addmm"),
+        cell("pytorch", "compile-bf16", 1.0, precision="bf16",
+             mixed_precision_float32_ops="aten.native_layer_norm; aten.gelu",
+             mixed_precision_reduced_ops="aten.addmm"),
+        cell("tensorflow", "eager-bf16", 3.0, precision="bf16",
+             mixed_precision_float32_ops="Mean", mixed_precision_reduced_ops="MatMul"),
+        cell("tensorflow", "eager", 3.0),
+    )
+    table = precision.float32_ops(timed(rows)).set_index("framework")
+    assert table.loc["PyTorch", "in float32"] == "aten.add, aten.gelu, aten.native_layer_norm"
+    assert table.loc["PyTorch", "cells"] == 2
+    assert table.loc["TensorFlow", "in the reduced type"] == "MatMul"
+    assert precision.float32_ops(timed(frame(cell(median=1.0)))) is None
+
+
+def test_cells_that_allowed_tf32_outside_the_tf32_precision():
+    rows = frame(cell(median=1.0, arithmetic_tf32=False),
+                 cell("tensorflow", median=1.0, arithmetic_tf32=True),
+                 cell("pytorch", "eager-tf32", 1.0, device="gpu", arithmetic_tf32=True))
+    assert precision.tf32_cells(timed(rows))["cell_id"].tolist() == [
+        "tensorflow_bert_cpu_b1_s8_eager"]
+
+
+def test_compile_graphs_table_puts_split_models_first():
+    rows = frame(cell(optimization="compile", median=1.0, compilation_graphs=1,
+                      compilation_graph_breaks=0, compilation_recompiles=0),
+                 cell(optimization="compile", median=1.0, seqlen=16, compilation_graphs=3,
+                      compilation_graph_breaks=2, compilation_recompiles=0,
+                      compilation_break_reasons="print"),
+                 cell(median=2.0))
+    table = compilation.graphs(timed(rows))
+    assert table["cell"].tolist() == ["pytorch_bert_cpu_b1_s16_compile",
+                                      "pytorch_bert_cpu_b1_s8_compile"]
+    assert table["one graph"].tolist() == ["✗", "✓"]
+    assert compilation.graphs(timed(frame(cell(median=1.0)))) is None

@@ -57,13 +57,19 @@ if env is None:
     say("No environment information in the summary.")
 elif not env.disagree:
     if env.hosts:
-        say(f"Cells ran on {env.hosts} hosts with one fingerprint "
-            "(the same hardware and software): they are comparable.")
+        say(f"Cells ran on {env.hosts} hosts with the same hardware, driver, libraries on "
+            "the measured path and precision settings: they are comparable.")
+    if env.notes:
+        say(f"Differing without affecting comparability: {', '.join(env.notes)} (the host, "
+            "the operating system, Python, dlbench's commit or packages that no cell's "
+            "measured path uses; one environment per framework differs there by design).")
     show(env.table, left=["", "value"])
 else:
     say(
-        "**⚠ Warning: the results come from different environments** "
-        f"(differing: {', '.join(env.disagree)}); compare cells across them with care."
+        "**⚠ Warning: not all cells are comparable** — they differ in what matters for a "
+        f"comparison: {', '.join(env.disagree)} (the hardware, its driver, the libraries "
+        "on a cell's measured path or the precision settings); compare cells across them "
+        "with care."
     )
     show(env.table, left=env.table.columns)
 

@@ -30,3 +30,23 @@ def compile_per_model(timed: pd.DataFrame, several_devices: bool) -> pd.DataFram
     table["framework"] = table["framework"].map(framework_name)
     table.columns.name = None
     return table
+
+
+def graphs(timed: pd.DataFrame) -> pd.DataFrame | None:
+    """The torch.compile cells: graphs, graph breaks, recompilations and the first break
+    reasons; the cells that did not compile to one graph first. None without such cells."""
+    if "compilation_graphs" not in timed or timed["compilation_graphs"].isna().all():
+        return None
+    cells = timed[timed["compilation_graphs"].notna()].copy()
+    breaks = cells.get("compilation_graph_breaks", 0)
+    recompiles = cells.get("compilation_recompiles", 0)
+    cells["one graph"] = (cells["compilation_graphs"].eq(1) & pd.Series(breaks).eq(0)
+                          & pd.Series(recompiles).eq(0))
+    table = cells.sort_values(["one graph", "cell_id"])[[
+        "cell_id", "compilation_graphs", "compilation_graph_breaks", "compilation_recompiles",
+        "one graph"] + [c for c in ["compilation_break_reasons"] if c in cells]]
+    table["one graph"] = table["one graph"].map({True: "✓", False: "✗"})
+    return table.rename(columns={
+        "cell_id": "cell", "compilation_graphs": "graphs",
+        "compilation_graph_breaks": "graph breaks", "compilation_recompiles": "recompilations",
+        "compilation_break_reasons": "first break reasons"}).fillna("")

@@ -1,4 +1,12 @@
-"""The environment the cells ran in, and whether it differs between them."""
+"""The environment the cells ran in, and whether the cells are comparable.
+
+Two cells are not comparable when they differ in what matters for a comparison: the
+hardware and its driver, the versions of the libraries on their measured path (the
+framework that ran, its CUDA, cuDNN and oneDNN builds, transformers) and the precision
+settings (TF32 in float32 cells). Other differences are shown as notes only: the host's
+name, the operating system, Python, dlbench's commit, and the hash of every installed
+package — one environment per framework (two conda environments) differs there by design.
+"""
 
 from dataclasses import dataclass
 
@@ -6,73 +14,129 @@ import pandas as pd
 
 from dlbench.report.format import framework_name
 
-# (label, column) of the environment table; "git" merges the commit and the dirty flag.
-ENV_FIELDS = [
-    ("fingerprint", "env_fingerprint"),
-    ("hostname", "env_hostname"),
-    ("CPU", "env_cpu_model"),
-    ("logical CPUs", "env_logical_cpus"),
-    ("RAM (GiB)", "env_ram_gib"),
-    ("CPU governor", "env_cpu_governor"),
-    ("GPU", "env_gpu"),
-    ("OS", "env_os"),
-    ("Python", "env_python"),
-    ("torch", "env_torch"),
-    ("tensorflow", "env_tensorflow"),
-    ("transformers", "env_transformers"),
-    ("git commit", "git"),
+
+@dataclass(frozen=True)
+class Field:
+    label: str
+    column: str
+    matters: bool
+    # Older summaries have no per-path versions: the environment's version of the library
+    # counts only in the cells of the framework that uses it.
+    fallback: str | None = None
+    frameworks: tuple[str, ...] | None = None
+    gpu_only: bool = False  # a CUDA library is on the measured path of GPU cells only
+
+
+FIELDS = [
+    Field("hardware", "env_hardware_fingerprint", True),
+    Field("CPU", "env_cpu_model", True),
+    Field("logical CPUs", "env_logical_cpus", True),
+    Field("usable CPUs", "env_usable_cpus", True),
+    Field("CPU governor", "env_cpu_governor", True),
+    Field("CPU boost", "env_cpu_boost", True),
+    Field("GPU", "env_gpu", True),
+    Field("GPU driver", "env_gpu_driver", True),
+    Field("torch", "path_torch", True, "env_torch", ("pytorch",)),
+    Field("torch CUDA", "path_torch_cuda", True, gpu_only=True),
+    Field("torch cuDNN", "path_torch_cudnn", True, gpu_only=True),
+    Field("torch oneDNN", "path_torch_onednn", True),
+    Field("tensorflow", "path_tensorflow", True, "env_tensorflow", ("tensorflow",)),
+    Field("tf-keras", "path_tf-keras", True, "env_tf-keras", ("tensorflow",)),
+    Field("tensorflow CUDA", "path_tensorflow_cuda", True, gpu_only=True),
+    Field("tensorflow cuDNN", "path_tensorflow_cudnn", True, gpu_only=True),
+    Field("tensorflow oneDNN", "path_tensorflow_onednn", True),
+    Field("transformers", "path_transformers", True, "env_transformers"),
+    Field("hostname", "env_hostname", False),
+    Field("RAM (GiB)", "env_ram_gib", False),
+    Field("OS", "env_os", False),
+    Field("Python", "env_python", False),
+    Field("git commit", "git", False),
+    Field("packages", "env_packages_hash", False),
 ]
+NOTE = ("hostname", "packages")  # differences that are expected, and named as such
 
 
 @dataclass
 class Environment:
-    """table: one row per field and its value (`disagree` empty), or one row per distinct
-    combination of the fields and framework with its number of cells. hosts: how many hosts
-    shared one fingerprint (0 unless several did)."""
+    """table: one row per field and its value (when nothing that matters differs), or one
+    row per distinct combination of the fields and framework with its number of cells.
+    disagree: the fields that matter and differ (the cells are not all comparable); notes:
+    fields that differ without mattering; hosts: how many hosts ran comparable cells (0
+    unless several did)."""
 
     table: pd.DataFrame
     disagree: list[str]
     hosts: int
+    notes: list[str]
+
+
+def _column(frame: pd.DataFrame, field: Field) -> pd.Series | None:
+    """The field's values per cell (NaN where it does not apply), or None if absent."""
+    missing = pd.Series(pd.NA, index=frame.index, dtype=object)
+    if field.column == "git":
+        if "env_git_commit" not in frame:
+            return None
+        commit = frame["env_git_commit"].astype(object)
+        dirty = frame.get("env_git_dirty", missing).astype(object)
+        return pd.Series([None if pd.isna(c) else f"{str(c)[:12]}{' (dirty)' if d is True else ''}"
+                          for c, d in zip(commit, dirty, strict=True)], index=frame.index)
+    if field.column in frame and frame[field.column].notna().any():
+        values = frame[field.column].astype(object)
+    elif field.fallback and field.fallback in frame:
+        values = frame[field.fallback].astype(object)
+        if field.frameworks:
+            values = values.where(frame["framework"].isin(field.frameworks))
+    else:
+        return None
+    if field.gpu_only and "device" in frame:
+        values = values.where(frame["device"].eq("gpu"))
+    return values.where(values.notna(), None)
 
 
 def fields(frame: pd.DataFrame) -> pd.DataFrame:
     """One column per environment field present, one row per cell."""
     env = pd.DataFrame(index=frame.index)
-    for label, column in ENV_FIELDS:
-        if column == "git":
-            missing = pd.Series(pd.NA, index=frame.index)
-            commit = frame.get("env_git_commit", missing).astype(object)
-            dirty = frame.get("env_git_dirty", missing).astype(object)
-            env[label] = [
-                None if pd.isna(c) else f"{str(c)[:12]}{' (dirty)' if d is True else ''}"
-                for c, d in zip(commit, dirty, strict=True)
-            ]
-        elif column in frame:
-            env[label] = frame[column].astype(object)
+    for field in FIELDS:
+        values = _column(frame, field)
+        if values is not None and values.notna().any():
+            env[field.label] = values
     return env
+
+
+def precision_settings(frame: pd.DataFrame) -> dict[str, list[str]]:
+    """Per precision, the distinct TF32 settings of its cells ('TF32 on'/'TF32 off')."""
+    if "arithmetic_tf32" not in frame or "precision" not in frame:
+        return {}
+    known = frame[frame["arithmetic_tf32"].notna()]
+    return {precision: sorted({"TF32 on" if bool(v) else "TF32 off"
+                               for v in cells["arithmetic_tf32"]})
+            for precision, cells in known.groupby("precision")}
 
 
 def environment(frame: pd.DataFrame) -> Environment | None:
     """The environment of the cells; None when the summary has no cells.
 
-    A field disagrees only when it has several distinct known values (a framework's own
-    environment may simply lack the other framework's version). Several hostnames with one
-    fingerprint (the same hardware and software) do not count as a disagreement.
+    A field differs only when it has several distinct known values (a framework's cells
+    lack the other framework's libraries). Several hostnames with nothing that matters
+    differing count as comparable hosts.
     """
     env = fields(frame)
     if env.empty or env.columns.empty:
         return None
     distinct = {label: env[label].dropna().astype(str).unique() for label in env}
-    disagree = [label for label, values in distinct.items() if len(values) > 1]
-    hosts = 0
-    if len(distinct.get("fingerprint", [])) == 1 and set(disagree) <= {"hostname"}:
-        hosts = len(distinct["hostname"]) if disagree else 0
-        disagree = []
+    matters = {f.label for f in FIELDS if f.matters}
+    differ = [label for label, values in distinct.items() if len(values) > 1]
+    disagree = [label for label in differ if label in matters]
+    disagree += [f"TF32 ({precision} cells)"
+                 for precision, values in precision_settings(frame).items() if len(values) > 1]
+    notes = [label for label in differ if label not in matters]
+    hosts = len(distinct.get("hostname", [])) if not disagree and "hostname" in notes else 0
     if not disagree:
         values = [", ".join(v) if len(v) else "—" for v in distinct.values()]
-        return Environment(pd.DataFrame({"": list(distinct), "value": values}), [], hosts)
+        return Environment(pd.DataFrame({"": list(distinct), "value": values}), [], hosts,
+                           notes)
     # astype(str) keeps a missing value missing (pandas 3) or writes it out (pandas 2).
     combos = env.assign(framework=frame["framework"].map(framework_name)).astype(str)
     combos = combos.fillna("—").replace({"None": "—", "nan": "—", "<NA>": "—"})
     combos = combos.groupby(list(combos.columns), dropna=False).size().reset_index(name="cells")
-    return Environment(combos, disagree, hosts)
+    return Environment(combos, disagree, hosts, notes)

@@ -1,15 +1,15 @@
-"""The stability flags of the cells: as the harness stored them, and recomputed from the
-stored figures with the harness's own thresholds (dlbench.measure.flags)."""
+"""The flags of the cells: as the harness stored them, and recomputed from the stored
+figures with the harness's own thresholds (dlbench.measure.flags)."""
 
 import pandas as pd
 
 from dlbench.measure import flags as harness
 
-FLAG_COLUMNS = ("flags_unstable", "flags_noisy_machine")
+FLAG_COLUMNS = tuple(f"flags_{name}" for name in harness.FLAGS)
 
 
 def flagged(cells: pd.DataFrame) -> pd.Series:
-    """Whether the harness flagged each cell unstable or noisy (False where not stored)."""
+    """Whether the harness flagged each cell (any flag; False where not stored)."""
     result = pd.Series(False, index=cells.index)
     for column in FLAG_COLUMNS:
         if column in cells:
@@ -17,22 +17,43 @@ def flagged(cells: pd.DataFrame) -> pd.Series:
     return result
 
 
+def _value(row: pd.Series, *columns: str):
+    """The first of these columns that the row has a value in (None if none)."""
+    for column in columns:
+        value = row.get(column)
+        if value is not None and not pd.isna(value):
+            return value
+    return None
+
+
 def recompute(cells: pd.DataFrame) -> pd.DataFrame:
-    """The flags of the timed cells from their relative IQR and CPU steal fraction, as
-    columns unstable, noisy_machine and reasons ('; '-joined, as in the summary).
+    """The flags of the timed cells from their stored figures (columns named after
+    dlbench.measure.flags.FLAGS, and reasons '; '-joined, as in the summary).
 
     The summary keeps the utilization window of a cell's first process only: for a cell
-    measured in several processes (`dlbench run --repeats`) the harness took the largest steal
-    of them all, so a recomputed noisy flag can be missing where the stored one is set.
+    measured in several processes (`repeats`) the harness took the largest steal and
+    other load of them all, so a recomputed noisy or busy flag can be missing where the
+    stored one is set.
     """
     timed = cells[cells["status"].eq("ok") & cells["relative_iqr"].notna()]
-    steal = (timed["utilization_steal_fraction"] if "utilization_steal_fraction" in timed
-             else pd.Series(float("nan"), index=timed.index))
     rows = []
-    for relative_iqr, stolen in zip(timed["relative_iqr"], steal, strict=True):
-        window = None if pd.isna(stolen) else {"steal_fraction": float(stolen)}
-        result = harness.flags(float(relative_iqr), [window])
-        rows.append({"unstable": result["unstable"], "noisy_machine": result["noisy_machine"],
-                     "reasons": "; ".join(result["reasons"])})
-    return pd.DataFrame(rows, index=timed.index,
-                        columns=["unstable", "noisy_machine", "reasons"])
+    for _, row in timed.iterrows():
+        window = {"steal_fraction": _value(row, "utilization_steal_fraction"),
+                  "other_load_cores": _value(row, "utilization_other_load_cores"),
+                  "logical_cpus": _value(row, "utilization_logical_cpus", "env_logical_cpus")}
+        if window["steal_fraction"] is None:
+            window = None
+        interval = {"target_ci": _value(row, "target_ci"), "stopped_by": _value(row, "stopped_by"),
+                    "median_ci95_half_width": _value(row, "median_ci95_half_width")}
+        compilation = None
+        if _value(row, "compilation_graphs") is not None:
+            compilation = {key: int(_value(row, f"compilation_{key}") or 0)
+                           for key in ("graphs", "graph_breaks", "recompiles")}
+        threads = _value(row, "intra_op_threads")
+        result = harness.flags(float(row["relative_iqr"]), [window],
+                               threads=None if threads is None else int(threads),
+                               between_cv=_value(row, "between_processes_cv"),
+                               interval=interval, compilation=compilation)
+        rows.append({name: result[name] for name in harness.FLAGS}
+                    | {"reasons": "; ".join(result["reasons"])})
+    return pd.DataFrame(rows, index=timed.index, columns=[*harness.FLAGS, "reasons"])

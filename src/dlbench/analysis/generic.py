@@ -13,9 +13,11 @@ IDENTITY = ["framework", "model", "device", "optimization"]
 # columns the analysis derives, a result section's prefix, a unit's suffix.
 _OUTCOME = {"cell_id", "scenario", "status", "reason", "started_at", "finished_at", "source",
             "intra_op_threads", "inter_op_threads", "iterations", "warmup_iterations",
-            "relative_iqr", "timed", "checked", "wrong_answer", "eager_ms", "speedup"}
+            "relative_iqr", "timed", "checked", "wrong_answer", "eager_ms", "speedup",
+            "precision", "protocol", "attempts", "stopped_by", "target_ci"}
 _PREFIXES = ("env_", "utilization_", "flags_", "optimization_", "correctness_", "process_",
-             "device_time_", "between_processes_")
+             "device_time_", "between_processes_", "median_ci95_", "arithmetic_",
+             "attention_", "compilation_", "mixed_precision_", "path_")
 _SUFFIXES = ("_ms", "_s", "_mb", "_low", "_high", "_fraction")
 _PERCENTILE = re.compile(r"p(\d+)_ms")
 

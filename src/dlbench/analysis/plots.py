@@ -104,19 +104,30 @@ def ratio_size(grid: pd.DataFrame) -> tuple[float, float]:
     return 1.2 * grid.shape[1] + 3.5, 0.45 * grid.shape[0] + 2
 
 
-def ratio_heatmap(ax: Axes, grid: pd.DataFrame) -> Axes:
+def ratio_heatmap(ax: Axes, grid: pd.DataFrame, ties: pd.DataFrame | None = None,
+                  precision: str | None = None) -> Axes:
     """PyTorch / TensorFlow ratios (dlbench.analysis.ratio.ratio_grid) on a log2 colour
-    scale centred on 1: blue where PyTorch is faster, red where TensorFlow is."""
+    scale centred on 1: blue where PyTorch is faster, red where TensorFlow is; a tie (its
+    interval contains 1: `ties`, shaped like the grid) is grey and marked '='."""
     logs = np.log2(grid)
+    tied = (ties.reindex_like(grid).fillna(False).astype(bool) if ties is not None
+            else pd.DataFrame(False, index=grid.index, columns=grid.columns))
     limit = max(float(np.nanmax(np.abs(logs.to_numpy()))), 0.1)
+    annot = grid.map(lambda v: "" if pd.isna(v) else f"{v:.2f}").to_numpy()
     sns.heatmap(
-        logs, ax=ax, cmap="coolwarm", center=0, vmin=-limit, vmax=limit,
-        annot=grid.map(lambda v: "" if pd.isna(v) else f"{v:.2f}").to_numpy(), fmt="",
-        linewidths=0.5, cbar_kws={"label": "PyTorch / TensorFlow (log scale)"},
+        logs.mask(tied), ax=ax, cmap="coolwarm", center=0, vmin=-limit, vmax=limit,
+        annot=annot, fmt="", linewidths=0.5,
+        cbar_kws={"label": "PyTorch / TensorFlow (log scale)"},
     )
+    ax.set_facecolor("#dddddd")  # ties, and squares without a pair
+    for (i, j), tie in np.ndenumerate(tied.to_numpy()):  # masked: no annotation of its own
+        if tie:
+            ax.text(j + 0.5, i + 0.5, f"= {grid.iat[i, j]:.2f}", ha="center", va="center")
     _log_colorbar(ax, limit, "")
     ax.set_xlabel("sequence length (tokens)")
     ax.set_ylabel("")
     ax.tick_params(axis="y", rotation=0)
-    ax.set_title("blue: PyTorch faster · red: TensorFlow faster", fontsize=10)
+    what = f"{precision}: " if precision else ""
+    ax.set_title(f"{what}blue: PyTorch faster · red: TensorFlow faster · grey '=': a tie",
+                 fontsize=10)
     return ax

@@ -10,11 +10,15 @@ from dlbench.report.format import fmt_fixed, fmt_ms, fmt_percent
 
 ROWS = 30  # the table shows the flagged cells, or the least stable ones, up to this many
 _COLUMNS = {"cell_id": "cell", "median_ms": "median ms", "ci": "95% CI of the median",
+            "median_ci95_half_width": "CI ±", "median_ci95_coverage": "CI coverage",
             "relative_iqr": "IQR / median", "iterations": "iterations",
+            "stopped_by": "stopped by", "attempts": "attempts",
             "utilization_process_cpu_cores_mean": "cores used",
             "utilization_other_load_cores": "other load (cores)",
             "utilization_steal_fraction": "stolen", "between_processes_cv":
             "CV between processes", "flags_reasons": "flag"}
+_STOPPED = {"min_duration_and_iterations": "fixed", "target_ci": "target reached",
+            "max_duration": "max duration"}
 
 
 @dataclass
@@ -41,9 +45,12 @@ def quality(timed: pd.DataFrame) -> Quality | None:
     bad = cells[cells["flagged"]]
     table = (bad if not bad.empty else cells).sort_values("relative_iqr", ascending=False)
     table = table[list(columns)].rename(columns=columns).head(ROWS)
-    for column in ("IQR / median", "stolen", "CV between processes"):
+    for column in ("IQR / median", "stolen", "CV between processes", "CI ±", "CI coverage"):
         if column in table:
             table[column] = table[column].map(fmt_percent)
+    if "stopped by" in table:
+        table["stopped by"] = table["stopped by"].map(lambda v: _STOPPED.get(v, "") if
+                                                      isinstance(v, str) else "")
     for column in ("cores used", "other load (cores)"):
         if column in table:
             table[column] = table[column].map(fmt_fixed)

@@ -82,12 +82,54 @@ def verdict(cells: pd.DataFrame) -> str:
     return f"✓ all {len(checked)} within tolerance"
 
 
-def overview(frame: pd.DataFrame, several_devices: bool) -> tuple[pd.DataFrame, int]:
+def valid_speedup(frame: pd.DataFrame) -> pd.Series:
+    """Whether each cell's speed-up counts: timed, with an eager baseline, and a right (or
+    unchecked) answer. A speed-up that came with a wrong answer does not count."""
+    return frame["timed"] & frame["speedup"].notna() & ~frame["wrong_answer"]
+
+
+@dataclass
+class Overview:
+    """table: one row per framework, optimization (and device); other_framework: the
+    combinations left out as N/A by design; common: per device, the (model, batch,
+    seqlen) cells the averages are over; left_out: the cells left out of them, with the
+    optimizations that had no valid speed-up there."""
+
+    table: pd.DataFrame
+    other_framework: int
+    common: dict[str, list[tuple]]
+    left_out: pd.DataFrame
+
+
+SIZES = ["model", "batch", "seqlen"]
+
+
+def common_cells(frame: pd.DataFrame) -> tuple[dict[str, set], pd.DataFrame]:
+    """Per device, the cells (model, batch, seqlen) where every compared optimization (each
+    one other than eager with at least one valid speed-up on that device) has a valid
+    speed-up; and the cells left out, with the optimizations missing there."""
+    valid = frame[valid_speedup(frame) & frame["optimization"].ne("eager")]
+    common, left = {}, []
+    for device, cells in valid.groupby("device"):
+        compared = cells.groupby(["framework", "optimization"])
+        have = {key: set(map(tuple, group[SIZES].to_numpy())) for key, group in compared}
+        every = set.union(*have.values())
+        common[device] = set.intersection(*have.values())
+        for size in sorted(every - common[device]):
+            missing = [f"{framework_name(f)} {o}" for (f, o), s in have.items() if size not in s]
+            left.append({"device": device, **dict(zip(SIZES, size, strict=True)),
+                         "missing": ", ".join(missing)})
+    return common, pd.DataFrame(left, columns=["device", *SIZES, "missing"])
+
+
+def overview(frame: pd.DataFrame, several_devices: bool) -> Overview:
     """One row per framework, optimization (and device): cells timed, the geometric-mean
-    speed-up over eager with its range, median compile time, largest error and verdict;
-    N/A with the reason where no cell ran. Also the number of combinations left out: a
-    framework with another framework's optimization (N/A by design)."""
+    speed-up over eager with its range over the cells that every compared optimization
+    measured with a right answer (dlbench.analysis.speedup.common_cells), how many of its
+    cells were excluded for a wrong answer, median compile time, largest error and
+    verdict; N/A with the reason where no cell ran."""
     rows, other_framework = [], 0
+    common, left_out = common_cells(frame)
     for (framework, optimization, device), cells in frame.dropna(subset=["framework"]).groupby(
             ["framework", "optimization", "device"], sort=True):
         timed = cells[cells["timed"]]
@@ -103,20 +145,35 @@ def overview(frame: pd.DataFrame, several_devices: bool) -> tuple[pd.DataFrame, 
                         "speed-up over eager": na(status, reason, width=70)})
             rows.append(row)
             continue
-        ratios = timed["speedup"].dropna()
+        wrong = int((timed["wrong_answer"] & timed["speedup"].notna()).sum())
+        shared = common.get(device, set())
+        in_common = pd.Series([tuple(size) in shared for size in timed[SIZES].to_numpy()],
+                              index=timed.index, dtype=bool)
+        counted = timed[valid_speedup(timed) & in_common]
+        ratios = counted["speedup"]
         if optimization == "eager":
             speedup = "1 (the baseline)"
+        elif ratios.empty and not valid_speedup(timed).any():
+            speedup = ("— (every speed-up came with a wrong answer)" if wrong
+                       else "— (no eager baseline)")
         elif ratios.empty:
-            speedup = "— (no eager baseline)"
+            speedup = "— (no cell that every optimization measured)"
         else:
             speedup = f"{geomean(ratios):.2f}× ({ratios.min():.2f}–{ratios.max():.2f})"
         row.update({
             "cells": f"{len(timed)} of {len(cells)}",
             "speed-up over eager": speedup,
+            "averaged over": "" if optimization == "eager" else f"{len(ratios)} cells",
+            "wrong answers left out": wrong,
             "compile time (s)": fmt_s(timed["compile_s"].median()),
             "max rel error": fmt_error(timed["correctness_max_rel_error"].max()),
             "tolerance": fmt_error(timed["correctness_tolerance"].max()),
             "correctness": verdict(timed),
         })
         rows.append(row)
-    return pd.DataFrame(rows).fillna(""), other_framework
+    table = pd.DataFrame(rows).fillna("")
+    if "wrong answers left out" in table:
+        table["wrong answers left out"] = table["wrong answers left out"].map(
+            lambda n: "" if n == "" else (f"✗ {int(n)}" if n else "0"))
+    return Overview(table, other_framework,
+                    {device: sorted(cells) for device, cells in common.items()}, left_out)

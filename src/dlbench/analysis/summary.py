@@ -1,5 +1,6 @@
-"""The summary with the columns the analysis derives: timed, checked, wrong_answer,
-eager_ms and speedup; tolerant of summaries written before a column existed."""
+"""The summary with the columns the analysis derives: precision, timed, checked,
+wrong_answer, eager_ms and speedup; tolerant of summaries written before a column
+existed."""
 
 from pathlib import Path
 
@@ -14,7 +15,8 @@ DEFAULT_SCENARIO = "inference"
 BASELINE_KEYS = ["scenario", "framework", "model", "device", "batch", "seqlen"]
 # Columns the analysis reads, and their value where an older summary lacks them.
 _NUMBERS = ["median_ms", "prepare_s", "cold_start_s", "compile_s", "correctness_max_abs_error",
-            "correctness_max_rel_error", "correctness_tolerance"]
+            "correctness_max_rel_error", "correctness_tolerance", "median_ci95_ms_low",
+            "median_ci95_ms_high"]
 _OTHERS = ["cell_id", "framework", "model", "device", "batch", "seqlen", "optimization",
            "status", "reason", "correctness_within_tolerance", "correctness_precision"]
 
@@ -28,6 +30,7 @@ def derive(summary: pd.DataFrame) -> pd.DataFrame:
     """A copy of the summary with missing columns filled (NaN or NA) and these added:
 
     scenario      the cell's scenario ('inference' where the summary has none)
+    precision     the optimization's precision (fp32 where its name has no suffix)
     timed         status ok with a median: the cell has a timing
     checked       the output was compared with a reference
     wrong_answer  checked, and outside its precision's tolerance (unchecked: not wrong)
@@ -45,6 +48,9 @@ def derive(summary: pd.DataFrame) -> pd.DataFrame:
         frame["scenario"] = DEFAULT_SCENARIO
     frame["scenario"] = frame["scenario"].astype(object).where(frame["scenario"].notna(),
                                                                DEFAULT_SCENARIO)
+    frame["precision"] = [precision_of(o, p) for o, p in zip(
+        frame["optimization"], frame.get("optimization_precision", frame["optimization"]),
+        strict=True)]
     frame["timed"] = frame["status"].eq("ok") & frame["median_ms"].notna()
     frame["checked"] = frame["correctness_within_tolerance"].notna()
     frame["wrong_answer"] = [v is not None and not pd.isna(v) and not bool(v)
@@ -56,6 +62,18 @@ def derive(summary: pd.DataFrame) -> pd.DataFrame:
     frame["eager_ms"] = frame["eager_ms"].where(frame["timed"])
     frame["speedup"] = frame["eager_ms"] / frame["median_ms"]
     return frame
+
+
+def precision_of(optimization, recorded) -> str | None:
+    """The precision a cell's result records, else the suffix of its optimization's name."""
+    from dlbench.optimizations import PRECISIONS
+
+    if isinstance(recorded, str) and recorded in PRECISIONS:
+        return recorded
+    if not isinstance(optimization, str):
+        return None
+    suffix = optimization.rsplit("-", 1)[-1]
+    return suffix if suffix in PRECISIONS and suffix != "fp32" else "fp32"
 
 
 def timed(frame: pd.DataFrame) -> pd.DataFrame:

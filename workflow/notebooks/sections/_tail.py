@@ -7,7 +7,12 @@ summary = "results/summary.parquet"
 from dlbench.analysis.quality import quality
 from dlbench.analysis.startup import startup
 from dlbench.analysis.summary import load, timed
-from dlbench.measure.flags import NOISY_STEAL_FRACTION, UNSTABLE_RELATIVE_IQR
+from dlbench.measure.flags import (
+    BUSY_OTHER_LOAD_CORES,
+    NOISY_STEAL_FRACTION,
+    SPREAD_BETWEEN_PROCESSES_CV,
+    UNSTABLE_RELATIVE_IQR,
+)
 from dlbench.report.display import say, show
 from dlbench.report.format import blank_repeats
 
@@ -18,12 +23,22 @@ ok = timed(df)
 # ## Measurement quality
 
 # %%
-say(f"Every cell keeps all its per-iteration times. A cell is flagged **unstable** when the "
-    f"spread of its iterations (IQR) is above {UNSTABLE_RELATIVE_IQR:.0%} of its median, and "
-    f"**noisy machine** when the host stole more than {NOISY_STEAL_FRACTION:.0%} of the CPU "
-    "time during its timed loop (shared virtual machines lose CPU to their host, and "
-    "latencies rise with it): re-run just those cells. The supervising process sampled the "
-    "cell's CPU use and the machine's load at ~100 Hz while it ran.")
+say(f"Every cell keeps all its per-iteration times and gives its median with a 95% "
+    "confidence interval (from the order statistics of its samples; with `repeats`, from the "
+    "spread of the processes' medians, since samples of different processes are not "
+    "independent draws). With `target_ci` the timed loop ran until that interval was within "
+    "the target (*stopped by*). A cell is flagged **unstable** when the spread of its "
+    f"iterations (IQR) is above {UNSTABLE_RELATIVE_IQR:.0%} of its median; **noisy machine** "
+    f"when the host stole more than {NOISY_STEAL_FRACTION:.0%} of the CPU time during its "
+    "timed loop; **busy machine** when other processes kept more than "
+    f"{BUSY_OTHER_LOAD_CORES:.2f} of the cores it needed busy (they slow every iteration "
+    "alike, so the IQR stays low while the median rises); **spread between processes** when, "
+    f"with `repeats`, the processes' medians vary by more than {SPREAD_BETWEEN_PROCESSES_CV:.0%}"
+    "; **interval not reached** when its interval never got within `target_ci` before "
+    "`max_duration_s`; and **not one graph** when torch.compile split it or compiled it "
+    "again. `measurement.retry_noisy` measures the noise-flagged cells again and keeps the "
+    "cleanest attempt (*attempts*). The supervising process sampled the cell's CPU use and "
+    "the machine's load at ~100 Hz while it ran.")
 
 # %%
 measured = quality(ok)

@@ -6,11 +6,22 @@ summary = "results/summary.parquet"
 # %%
 import matplotlib.pyplot as plt
 
-from dlbench.analysis import compilation, correctness, gpu, latency, plots, ratio, speedup
+from dlbench.analysis import (
+    compilation,
+    correctness,
+    gpu,
+    latency,
+    memory,
+    plots,
+    precision,
+    ratio,
+    speedup,
+)
 from dlbench.analysis.flags import flagged
 from dlbench.analysis.summary import group_keys, load, of_scenario, scenarios, several_devices
 from dlbench.analysis.summary import timed as timed_cells
 from dlbench.measure.flags import NOISY_STEAL_FRACTION, UNSTABLE_RELATIVE_IQR
+from dlbench.optimizations import PRECISIONS
 from dlbench.report.display import say, show
 from dlbench.report.format import blank_repeats, framework_name
 
@@ -20,6 +31,30 @@ ok = timed_cells(df)
 several = several_devices(df)
 if len(scenarios(everything)) > 1:
     say("# Inference: a transformer's forward pass")
+
+# %% [markdown]
+# ## The rules this report compares by
+#
+# - **The same arithmetic.** A precision is named, and it is the same in both frameworks:
+#   `fp32` computes float32 matrix products in float32 (TF32, which TensorFlow would use on
+#   Ampere or newer GPUs by default, is switched off in both and recorded in every cell);
+#   `tf32` allows it on purpose. Under `bf16` and `fp16` each framework keeps some ops in
+#   float32 by its own rules (torch.autocast's op lists, Keras's mixed-precision policy):
+#   the same name is not the same arithmetic, and the ops are listed below.
+# - **The same algorithm, where it can be.** Both frameworks run transformers'
+#   implementations of each model, not the same kernels. PyTorch's attention is
+#   transformers' SDPA implementation (a fused kernel) or, with
+#   `measurement.attention: eager`, its explicit one, which is also what its TensorFlow
+#   classes run. Within PyTorch every recipe does the same attention work: an all-ones
+#   attention mask is skipped in eager, TorchScript and torch.compile alike.
+# - **Right answers only.** A cell whose output is outside its precision's tolerance has
+#   no speed-up and takes no part in a comparison; the tables count what they left out.
+# - **The same cells on both sides.** An optimization's average speed-up is over the cells
+#   that every compared optimization measured with a right answer; PyTorch and TensorFlow
+#   are compared at equal precision.
+# - **Differences inside the noise are ties.** Every median has a 95% confidence interval;
+#   a ratio's interval comes from the two medians' intervals, and a ratio whose interval
+#   contains 1 is a tie.
 
 # %% [markdown]
 # ## Median latency per framework (ms)
@@ -80,15 +115,24 @@ else:
 # reason.
 
 # %%
-overview, other_framework = speedup.overview(df, several)
+summary_view = speedup.overview(df, several)
+overview = summary_view.table
 if overview.empty:
     say("No cells to summarize.")
 else:
     text = ["framework", "optimization", "device", "speed-up over eager", "correctness"]
     show(blank_repeats(overview, "framework"), left=[c for c in text if c in overview])
-if other_framework:
-    say(f"Left out: {other_framework} combinations of a framework with the other framework's "
-        "optimization (N/A by design; the status section lists them).")
+    common = sum(len(cells) for cells in summary_view.common.values())
+    say(f"The speed-ups are averaged over the {common} cells (model, batch size, length"
+        + (", per device" if several else "") + ") that every compared optimization measured "
+        "with a right answer; a speed-up that came with a wrong answer is left out and "
+        "counted under *wrong answers left out*.")
+    if not summary_view.left_out.empty:
+        show(summary_view.left_out, "Cells left out of the averages, and the optimizations "
+             "without a valid speed-up there", left=["model", "device", "missing"])
+if summary_view.other_framework:
+    say(f"Left out: {summary_view.other_framework} combinations of a framework with the other "
+        "framework's optimization (N/A by design; the status section lists them).")
 
 # %% [markdown]
 # ## Compile, trace and conversion time
@@ -109,6 +153,24 @@ else:
     show(blank_repeats(compilation.compile_times(ok, several), "framework"))
     show(blank_repeats(compilation.compile_per_model(ok, several), "framework"),
          "Compile time (s) per model, median over cells", left=group_keys(several))
+
+# %% [markdown]
+# **torch.compile: one graph?** A compiled model should be one graph, compiled once: a graph
+# break runs part of the step eagerly between graphs, and a recompilation lands a compile
+# in the timed loop. Both are counted per cell (dynamo's counters) and a cell with either
+# is flagged *not one graph*. On the CPU the compile recipes use Inductor's recommended
+# inference settings (frozen weights: constant folding, prepacked weights, and the CPU GEMM
+# templates that `compile-max-autotune` chooses among); on a GPU, `max-autotune` and
+# `reduce-overhead` replay CUDA graphs, recorded during the warm-up (at least two warm-up
+# calls there, whatever `warmup_iterations` says).
+
+# %%
+graphs = compilation.graphs(ok)
+if graphs is None:
+    say("No torch.compile cell has a timing in this summary.")
+else:
+    show(graphs, "torch.compile cells: graphs, graph breaks and recompilations",
+         left=["cell", "first break reasons"])
 
 # %% [markdown]
 # ## Correctness
@@ -156,27 +218,52 @@ else:
 # %% [markdown]
 # ## PyTorch / TensorFlow latency ratio
 #
-# For each model, device, batch size and sequence length where both frameworks have a timing, the
-# ratio is the fastest PyTorch median divided by the fastest TensorFlow median, over the
-# optimizations measured whose answer is within tolerance. **A ratio below 1 means PyTorch is
-# faster**, above 1 TensorFlow. The brackets name the winning optimization on each side (PyTorch
-# vs TensorFlow).
+# For each model, device, batch size and sequence length where both frameworks have a timing
+# **in the same precision** (one table per precision), the ratio is the fastest PyTorch
+# median divided by the fastest TensorFlow median, over the optimizations measured whose
+# answer is within tolerance. **A ratio below 1 means PyTorch is faster**, above 1
+# TensorFlow. The brackets give the ratio's 95% interval, from the two medians' intervals
+# (the smallest PyTorch value over the largest TensorFlow one, and the reverse); a ratio
+# whose interval contains 1 is a **tie**. Then the recipe that won on each side (PyTorch vs
+# TensorFlow). The best of more candidates is a little lower by chance alone, so the
+# candidates of each side are named, and a second table compares `eager` with `eager`.
 
 # %%
 pairs = ratio.pairs(ok)
 if pairs.empty:
     say("The comparison needs both frameworks with a timing for the same model, device, batch "
-        "size and sequence length; there is no such pair in this summary.")
+        "size, sequence length and precision; there is no such pair in this summary.")
 else:
-    show(ratio.ratio_table(pairs), "PyTorch / TensorFlow median latency")
+    implementations = ratio.attention(pairs)
+    if implementations:
+        say("Attention: " + "; ".join(f"{framework_name(f)} ran transformers' "
+                                       f"{', '.join(v)} implementation"
+                                       for f, v in implementations.items())
+            + (" — not the same algorithm (set `measurement.attention: eager` for the same "
+               "one on both sides)." if implementations.get("pytorch") != ["eager"] else
+               " — the same algorithm, in each framework's own kernels."))
+    for chosen in ratio.precisions(pairs):
+        competed = ratio.candidates(ok, chosen)
+        tally = ratio.tally(pairs, chosen)
+        say(f"### {chosen}: {PRECISIONS[chosen].description}" if chosen in PRECISIONS
+            else f"### {chosen}")
+        say("Candidates: " + "; ".join(f"{framework_name(f)} {', '.join(v)}"
+                                       for f, v in competed.items())
+            + ". Verdicts: " + ", ".join(f"{n} {v}" for v, n in sorted(tally.items())) + ".")
+        show(ratio.ratio_table(pairs, chosen),
+             f"PyTorch / TensorFlow median latency, {chosen} (95% interval; tie: it holds 1)")
+        grid = ratio.ratio_grid(pairs, chosen)
+        fig, ax = plt.subplots(figsize=plots.ratio_size(grid))
+        plots.ratio_heatmap(ax, grid, ratio.ties(pairs, chosen), chosen)
+        plt.tight_layout()
+        plt.show()
 
 # %%
-if not pairs.empty:
-    grid = ratio.ratio_grid(pairs)
-    fig, ax = plt.subplots(figsize=plots.ratio_size(grid))
-    plots.ratio_heatmap(ax, grid)
-    plt.tight_layout()
-    plt.show()
+same_recipe = ratio.pairs(ok, recipes=["eager"])
+if not same_recipe.empty:
+    for chosen in ratio.precisions(same_recipe):
+        show(ratio.ratio_table(same_recipe, chosen),
+             f"eager vs eager, {chosen}: the same recipe on both sides (95% interval)")
 
 # %% [markdown]
 # ## GPU: device time and memory
@@ -195,3 +282,50 @@ if gpu_cells.empty:
 else:
     show(gpu.gpu_table(gpu_cells), "GPU cells: host and device time, memory and utilization",
          left=["cell"])
+
+# %% [markdown]
+# ## Memory by phase
+#
+# A cell's peak host memory includes loading the model (building it, reading the shared
+# weights, converting them: TensorFlow loads PyTorch's weights), which says more about
+# loading than about inference. So each cell records its memory by phase (MiB, resident
+# memory of the measuring process): the **load peak** until the model is ready, the
+# **model resident** then, the **first call's peak** (compilation, tracing) and the
+# **steady peak** during the timed loop; **steady − model** is what an input of that size
+# costs on top of the model. On a GPU the same phases come from the framework's allocator,
+# and NVML's view of the process during the timed loop beside them (TensorFlow runs with
+# memory growth on, so that NVML does not report the whole card).
+
+# %%
+phases = memory.memory_table(ok)
+if phases is None:
+    say("No cell recorded its memory by phase (results measured before dlbench did).")
+else:
+    show(blank_repeats(memory.load_versus_steady(ok), "framework"),
+         "Loading against inference: medians over each optimization's cells (MiB)",
+         left=["framework", "optimization"])
+    show(phases, "Memory by phase per cell (MiB)",
+         left=["framework", "optimization", "model", "device"])
+
+# %% [markdown]
+# ## Mixed precision: what stays in float32
+#
+# Under `bf16` and `fp16` PyTorch's `torch.autocast` casts each op by its own lists (matrix
+# products to the reduced type; some, such as reductions and normalizations, to float32),
+# while Keras's mixed-precision policy decides per layer (computations in the reduced type,
+# variables in float32, some layers in float32). Each reduced-precision cell records the ops
+# that computed in float32 and in the reduced type (views and casts left out), from one
+# eager call (PyTorch: aten ops) or the traced graph (TensorFlow: graph ops).
+
+# %%
+ops_table = precision.float32_ops(ok)
+if ops_table is None:
+    say("No bf16 or fp16 cell ran here, so there is no list of float32 ops to show "
+        "(a CPU without native bf16/fp16 arithmetic records them as unsupported).")
+else:
+    show(ops_table, "Ops by the floating-point type they computed in",
+         left=["framework", "precision", "in float32", "in the reduced type"])
+tf32 = precision.tf32_cells(ok)
+if not tf32.empty:
+    say(f"**⚠ {len(tf32)} cells allowed TF32 in a precision other than tf32** (results "
+        "measured before dlbench set it): " + ", ".join(tf32["cell_id"].head(10)))

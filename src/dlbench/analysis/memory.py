@@ -1,0 +1,68 @@
+"""Memory by phase: what loading the model costs, the resident model, the first call's
+peak, and the steady state's peak with its increase over the resident model (what an
+input of that size costs), per cell."""
+
+import pandas as pd
+
+from dlbench.report.format import framework_name
+
+# summary column → heading, in the table's order; the GPU ones appear where present.
+PHASES = {
+    "load_peak_mb": "load peak",
+    "resident_after_model_mb": "model resident",
+    "first_call_peak_mb": "first call peak",
+    "steady_peak_mb": "steady peak",
+    "input_mb": "steady − model",
+    "device_resident_after_model_mb": "GPU model",
+    "device_first_call_peak_mb": "GPU first call peak",
+    "device_steady_peak_mb": "GPU steady peak",
+    "device_input_mb": "GPU steady − model",
+    "device_process_steady_peak_mb": "NVML steady peak",
+}
+
+
+def with_input_cost(cells: pd.DataFrame) -> pd.DataFrame:
+    """The cells with input_mb (steady peak − resident model) and its GPU counterpart."""
+    frame = cells.copy()
+    for prefix in ("", "device_"):
+        steady, model = f"{prefix}steady_peak_mb", f"{prefix}resident_after_model_mb"
+        if steady in frame and model in frame:
+            frame[f"{prefix}input_mb"] = frame[steady] - frame[model]
+    return frame
+
+
+def memory_table(timed: pd.DataFrame) -> pd.DataFrame | None:
+    """One row per timed cell that recorded its phases (MiB, no decimals): framework,
+    optimization, model, batch, seqlen (and device), then the phases present; None when
+    no cell recorded them (results measured before dlbench recorded phases)."""
+    if "steady_peak_mb" not in timed or timed["steady_peak_mb"].isna().all():
+        return None
+    cells = with_input_cost(timed[timed["steady_peak_mb"].notna()])
+    keys = ["framework", "optimization", "model", "batch", "seqlen"]
+    if cells["device"].nunique() > 1:
+        keys.append("device")
+    present = [c for c in PHASES if c in cells and cells[c].notna().any()]
+    table = cells.sort_values(["model", "batch", "seqlen", "framework", "optimization"])[
+        keys + present].rename(columns=PHASES)
+    table["framework"] = table["framework"].map(framework_name)
+    for column in (PHASES[c] for c in present):
+        table[column] = table[column].map(lambda v: "—" if pd.isna(v) else f"{v:,.0f}")
+    return table.reset_index(drop=True)
+
+
+def load_versus_steady(timed: pd.DataFrame) -> pd.DataFrame | None:
+    """Per framework and optimization, the median over its cells of the load peak, the
+    steady peak and the input cost (MiB): loading against inference at a glance."""
+    cells = with_input_cost(timed)
+    if "steady_peak_mb" not in cells or cells["steady_peak_mb"].isna().all():
+        return None
+    cells = cells[cells["steady_peak_mb"].notna()]
+    table = cells.groupby(["framework", "optimization"]).agg(
+        cells=("cell_id", "size"), load=("load_peak_mb", "median"),
+        steady=("steady_peak_mb", "median"), input=("input_mb", "median"),
+        whole=("peak_host_rss_mb", "median")).reset_index()
+    table["framework"] = table["framework"].map(framework_name)
+    for column in ("load", "steady", "input", "whole"):
+        table[column] = table[column].map(lambda v: "—" if pd.isna(v) else f"{v:,.0f}")
+    return table.rename(columns={"load": "load peak", "steady": "steady peak",
+                                 "input": "steady − model", "whole": "whole-cell peak"})
