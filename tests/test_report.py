@@ -19,7 +19,9 @@ def rendered(tmp_path_factory):
     """The summary, the executed notebook and the HTML of a report on inference and echo."""
     folder = tmp_path_factory.mktemp("report")
     spread = {"relative_iqr": 0.02, "iterations": 50, "imports_done_s": 3.0,
-              "cold_start_s": 0.5, "compile_s": 0.4, "p90_ms": 30.0}
+              "cold_start_s": 0.5, "compile_s": 0.4, "p90_ms": 30.0, "peak_host_rss_mb": 900.0,
+              "load_peak_mb": 900.0, "resident_after_model_mb": 500.0,
+              "first_call_peak_mb": 560.0, "steady_peak_mb": 540.0}
     rows = [
         cell("pytorch", "eager", 10.0, **spread),
         cell("pytorch", "eager", 12.5, batch=2, **spread),
@@ -114,6 +116,8 @@ def test_speedup_and_ratio_tables(rendered):
     assert ratio[1:] == [["bert, batch 1", "1.25 torchscript vs graph"],
                          ["bert, batch 2", "1.56 eager vs graph"]]
     assert "The rules this report compares by" in report_html.headings(html)
+    memory = next(rows for h, rows in tables if h == "Memory by phase")
+    assert memory[0][:2] == ["framework", "optimization"] and "steady − model" in memory[0]
 
 
 def test_echo_has_the_generic_table(rendered):

@@ -6,6 +6,11 @@ metadata of each (its record of the rule's command, parameters and inputs, which
 whether a job must run again). The absolute paths in the metadata are placeholders, put
 back for this checkout. The workflow of today must find nothing to measure there, and read
 the v1 files into its summary.
+
+The fixture's configs name the protocol their cells were measured with where a later
+default differs from it: `target_ci: 0` (fixed durations, as v1 measured; adaptive stopping
+is the default now). A setting that keeps its v1 value stays off the command line
+(dlbench.settings), so the cells' command lines are those of v1.
 """
 
 import os

@@ -8,7 +8,9 @@ _COLUMNS = {"cell_id": "cell", "median_ms": "host median ms",
             "device_time_median_ms": "device median ms",
             "device_allocated_peak_mb": "allocated peak MiB",
             "device_reserved_peak_mb": "reserved peak MiB",
+            "device_steady_peak_mb": "steady peak MiB",
             "utilization_gpu_process_memory_peak_mb": "NVML process MiB",
+            "device_process_steady_peak_mb": "NVML steady MiB",
             "utilization_gpu_utilization_mean": "GPU busy %",
             "utilization_sm_clock_mhz_mean": "SM clock MHz"}
 

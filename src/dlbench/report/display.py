@@ -31,7 +31,8 @@ def show(frame: pd.DataFrame, caption: str | None = None,
             {"selector": "caption", "props": "caption-side: top; text-align: left; color: #555;"},
         ])
     )
-    left = [c for c in frame.columns if c in TEXT_COLUMNS] if left is None else list(left)
+    left = [c for c in frame.columns if c in TEXT_COLUMNS] if left is None else [
+        c for c in left if c in frame.columns]
     right = [c for c in frame.columns if c not in left]
     for subset, align in ((left, "left"), (right, "right")):
         if subset:
