@@ -34,6 +34,7 @@ def _parser() -> argparse.ArgumentParser:
     settings.add_options(run)
     for scenario in registered:
         scenario.add_input_options(run)
+        scenario.add_setting_options(run)
     out = run.add_mutually_exclusive_group(required=True)
     out.add_argument("--out", type=Path, help="the result JSON of one cell")
     out.add_argument("--out-dir", type=Path,
@@ -63,11 +64,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def _axis_value(axis: scenarios.Axis):
     def parse(text: str):
-        if axis.type is not int:
-            return text
-        if not text.isdigit() or int(text) < 1:
-            raise argparse.ArgumentTypeError(f"{text} is not a positive integer")
-        return int(text)
+        try:
+            return axis.parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
 
     parse.__name__ = axis.name
     return parse
@@ -97,7 +97,7 @@ def _run(args: argparse.Namespace, process_start: float) -> int:
     if args.out_dir is not None and (getattr(args, "reference", None) or args.failed_out):
         sys.exit("dlbench run: --reference and --failed-out name one cell's files; with "
                  "--out-dir, give --reference-dir (failed records go to ../failed)")
-    measurement = settings.from_args(args)
+    measurement = {**settings.from_args(args), **scenario.settings_from_args(args)}
     if args.out is not None:
         failed = args.failed_out or args.out.parent.parent / "failed" / args.out.name
         tasks = [run.Task(cells[0], args.out, failed, scenario.task_inputs(args, cells[0]))]

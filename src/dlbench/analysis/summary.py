@@ -6,12 +6,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dlbench.axes import SCENARIOS
+from dlbench import scenarios as registry
 
 # Summaries written before scenarios existed hold inference cells only.
 DEFAULT_SCENARIO = "inference"
-# An optimization's speed-up is over the eager cell with these same values.
-BASELINE_KEYS = ["scenario", "framework", "model", "device", "batch", "seqlen"]
+# An optimization's speed-up is over the eager cell with these same values and the same
+# sizes (the scenario's axes).
+BASELINE_KEYS = ["scenario", "framework", "model", "device"]
 # Columns the analysis reads, and their value where an older summary lacks them.
 _NUMBERS = ["median_ms", "prepare_s", "cold_start_s", "compile_s", "correctness_max_abs_error",
             "correctness_max_rel_error", "correctness_tolerance"]
@@ -49,11 +50,14 @@ def derive(summary: pd.DataFrame) -> pd.DataFrame:
     frame["checked"] = frame["correctness_within_tolerance"].notna()
     frame["wrong_answer"] = [v is not None and not pd.isna(v) and not bool(v)
                              for v in frame["correctness_within_tolerance"]]
-    eager = frame[frame["timed"] & frame["optimization"].eq("eager")]
-    eager = eager.set_index(BASELINE_KEYS)["median_ms"]
-    eager = eager[~eager.index.duplicated(keep=False)]  # an ambiguous baseline is none
-    frame["eager_ms"] = frame.join(eager.rename("eager_ms"), on=BASELINE_KEYS)["eager_ms"]
-    frame["eager_ms"] = frame["eager_ms"].where(frame["timed"])
+    frame["eager_ms"] = np.nan
+    for scenario, cells in frame.groupby("scenario"):
+        keys = BASELINE_KEYS + [a for a in axes(scenario) if a in cells]
+        eager = cells[cells["timed"] & cells["optimization"].eq("eager")]
+        eager = eager.set_index(keys)["median_ms"]
+        eager = eager[~eager.index.duplicated(keep=False)]  # an ambiguous baseline is none
+        joined = cells.join(eager.rename("baseline"), on=keys)["baseline"]
+        frame.loc[cells.index, "eager_ms"] = joined.where(cells["timed"])
     frame["speedup"] = frame["eager_ms"] / frame["median_ms"]
     return frame
 
@@ -68,10 +72,16 @@ def several_devices(frame: pd.DataFrame) -> bool:
     return frame["device"].nunique() > 1
 
 
+def axes(scenario: str) -> list[str]:
+    """The size columns of a scenario (none known for one that is not registered here)."""
+    known = registry.scenarios()
+    return [axis.name for axis in known[scenario].axes] if scenario in known else []
+
+
 def scenarios(frame: pd.DataFrame) -> list[str]:
-    """The scenarios present: the known ones in their fixed order, then the others sorted."""
-    present = set(frame["scenario"])
-    return [s for s in SCENARIOS if s in present] + sorted(present - set(SCENARIOS))
+    """The scenarios present: the registered ones in their order, then the others sorted."""
+    present, known = set(frame["scenario"]), list(registry.scenarios())
+    return [s for s in known if s in present] + sorted(present - set(known))
 
 
 def of_scenario(frame: pd.DataFrame, scenario: str) -> pd.DataFrame:

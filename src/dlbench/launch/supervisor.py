@@ -42,8 +42,8 @@ class Failure(NamedTuple):
 
 
 # The work of a child: (its jobs, the record path of each, the Unix time its cost starts
-# from). It writes each job's record to its path, in order.
-Work = Callable[[list, list[Path], float], None]
+# from, the repeat: 0, 1, …). It writes each job's record to its path, in order.
+Work = Callable[[list, list[Path], float, int], None]
 Annotate = Callable[[dict, ProcessSampler, GpuSampler | None], dict]
 
 
@@ -61,12 +61,13 @@ def run_jobs(jobs: Sequence[Hashable], work: Work, record_path: Callable[[Hashab
     failures: dict = {}
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        for _ in range(repeats):
+        for repeat in range(repeats):
             # An error or unsupported job does not get better by repeating.
             pending = [job for job in jobs if job not in failures
                        and all(r["status"] == "ok" for r in records[job])]
             while pending:
-                done, failure = run_child(pending, work, record_path, limits, start, annotate)
+                done, failure = run_child(pending, work, record_path, limits, start, annotate,
+                                          repeat)
                 start = time.time()  # later children's cost starts when they are started
                 for job, record in zip(pending, done, strict=False):
                     records[job].append(record)
@@ -95,12 +96,13 @@ def _stopped(jobs, records: dict, failures: dict, repeats: int, failure: Failure
 
 
 def run_child(jobs: list, work: Work, record_path: Callable[[Hashable], Path], limits: Limits,
-              start: float, annotate: Annotate) -> tuple[list[dict], Failure | None]:
+              start: float, annotate: Annotate,
+              repeat: int = 0) -> tuple[list[dict], Failure | None]:
     """The records of the jobs one child finished, in order, and the failure of the job
     after them if the child could not go on."""
     paths = [_child_path(record_path(job)) for job in jobs]
     child = multiprocessing.get_context("fork").Process(
-        target=_child_main, args=(work, jobs, paths, start), daemon=True)
+        target=_child_main, args=(work, jobs, paths, start, repeat), daemon=True)
     child.start()
     # The CPU and machine counters at the guard's rate (10 Hz), memory at sample_hz.
     sampler = ProcessSampler(child.pid, load_every=_guard_every(limits))
@@ -129,12 +131,12 @@ def run_child(jobs: list, work: Work, record_path: Callable[[Hashable], Path], l
     return done, failure
 
 
-def _child_main(work: Work, jobs: list, paths: list[Path], start: float) -> None:
+def _child_main(work: Work, jobs: list, paths: list[Path], start: float, repeat: int) -> None:
     # Ctrl-C reaches the whole process group; the supervisor alone handles it, so that
     # the child's death is never mistaken for a crash of the job.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    work(jobs, paths, start)
+    work(jobs, paths, start, repeat)
     os._exit(0)  # no interpreter teardown: frameworks can hang or crash in it
 
 

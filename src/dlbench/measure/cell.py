@@ -13,9 +13,11 @@ from dlbench.measure.timing import PhaseClock
 from dlbench.record import new_record
 
 
-def measure_cells(tasks: list, paths: list[Path], start: float, settings: dict) -> None:
+def measure_cells(tasks: list, paths: list[Path], start: float, repeat: int,
+                  settings: dict) -> None:
     """Runs in the measuring child (the supervisor's work). tasks: dlbench.launch.run.Task;
-    start: when the cost of the first cell starts (the process's start)."""
+    start: when the cost of the first cell starts (the process's start); repeat: which of
+    the cells' fresh processes this is (training seeds each one differently)."""
     # Thread pools read these when the framework loads; Snakemake's values must not win.
     for name in env.THREAD_VARIABLES:
         os.environ[name] = str(settings["threads"])
@@ -25,7 +27,7 @@ def measure_cells(tasks: list, paths: list[Path], start: float, settings: dict) 
         record["process"] = {"cells": len(tasks), "position": position}
         clock = PhaseClock(start)
         record["startup"] = clock.marks
-        backend, measured = _measure(task, settings, clock, backend)
+        backend, measured = _measure(task, {**settings, "repeat": repeat}, clock, backend)
         record.update(measured)
         record["finished_at"] = result.now()
         result.write_json_atomic(path, record)  # validated and completed by the supervisor

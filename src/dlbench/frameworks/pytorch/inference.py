@@ -3,7 +3,6 @@ torch.compile in any mode, each in fp32 or under bf16/fp16 autocast."""
 
 import contextlib
 import os
-import shutil
 import tempfile
 from pathlib import Path
 
@@ -11,7 +10,7 @@ import numpy as np
 import torch
 import transformers
 
-from dlbench.frameworks.pytorch import PyTorchBackend
+from dlbench.frameworks.pytorch import InductorCaches, PyTorchBackend
 from dlbench.models import ModelSpec
 from dlbench.optimizations import Optimization
 
@@ -22,8 +21,7 @@ class PyTorchInference:
     def __init__(self, backend: PyTorchBackend):
         self.backend = backend
         self.device = backend.device
-        self._temporary: list[str] = []
-        self._saved_env: dict[str, str | None] = {}
+        self.caches = InductorCaches()
         self.recipes = {
             "eager": self._eager,
             "torchscript": self._torchscript,
@@ -118,36 +116,16 @@ class PyTorchInference:
         return self._step(lambda: traced(input_ids=ids), context)
 
     def _compile(self, model, inputs: dict, optimization: Optimization):
-        # A fresh Inductor cache per cell: the first call pays a cold compilation, the
-        # same in every run, instead of whatever an earlier cell left behind.
-        cache_dir = tempfile.mkdtemp(prefix="dlbench-inductor-")
-        self._temporary.append(cache_dir)
-        self._set_env("TORCHINDUCTOR_CACHE_DIR", cache_dir)
-        self._set_env("TRITON_CACHE_DIR", os.path.join(cache_dir, "triton"))
+        self.caches.fresh()
         compiled = torch.compile(model, mode=optimization.recipe.compile_mode)
         return self._step(lambda: compiled(**inputs).last_hidden_state,
                           self._context(optimization))
 
-    def _set_env(self, name: str, value: str) -> None:
-        self._saved_env.setdefault(name, os.environ.get(name))
-        os.environ[name] = value
-
     # -- the end of a cell ---------------------------------------------------------------
 
     def release(self) -> None:
-        """Leave the process as the cell found it: the next cell of a group compiles
-        afresh (no cached graphs, no switch to dynamic shapes because an earlier cell
-        compiled another shape), with the environment it started with."""
-        torch.compiler.reset()
-        for path in self._temporary:
-            shutil.rmtree(path, ignore_errors=True)
-        self._temporary.clear()
-        for name, value in self._saved_env.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-        self._saved_env.clear()
+        """Leave the process as the cell found it (compile caches, environment)."""
+        self.caches.release()
 
 
 class _LastHiddenState(torch.nn.Module):
