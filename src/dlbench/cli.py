@@ -141,6 +141,22 @@ def _list() -> int:
     print("optimizations (inference):")
     for opt in OPTIMIZATIONS.values():
         print(f"  {opt.name:26} {opt.description} [{', '.join(sorted(opt.frameworks))}]")
+    from dlbench.data.pipeline import __doc__ as pipelines
+    from dlbench.models.vision import MODELS as CNNS
+    from dlbench.scenarios.training import DATASETS
+    from dlbench.training_recipes import OPTIMIZATIONS as TRAINING
+    from dlbench.training_recipes import OPTIMIZERS
+
+    print("models (training):")
+    for cnn in CNNS.values():
+        print(f"  {cnn.name:26} {cnn.description}")
+    print("optimizations (training):")
+    for opt in TRAINING.values():
+        print(f"  {opt.name:26} {opt.description} "
+              f"[{', '.join(sorted(opt.recipe.frameworks))}]")
+    print(f"data sets (training): {', '.join(DATASETS)}")
+    print(f"optimizers (training): {', '.join(OPTIMIZERS)}")
+    print("pipelines (training):" + pipelines.split(":", 1)[1].rstrip())
     print(f"frameworks: {', '.join(FRAMEWORKS)}\ndevices: {', '.join(DEVICES)}")
     return 0
 

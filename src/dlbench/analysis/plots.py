@@ -120,3 +120,47 @@ def ratio_heatmap(ax: Axes, grid: pd.DataFrame) -> Axes:
     ax.tick_params(axis="y", rotation=0)
     ax.set_title("blue: PyTorch faster · red: TensorFlow faster", fontsize=10)
     return ax
+
+
+def accuracy_curves(curves: pd.DataFrame, ax: Axes) -> Axes:
+    """Test accuracy against epoch, one line per cell and seed, coloured by framework:
+    curves that lie on each other are frameworks training the same model alike."""
+    for (framework, _, _), run in curves.groupby(["framework", "cell", "seed"], sort=False):
+        ax.plot(run["epoch"], run["accuracy"], marker="o", markersize=3, alpha=0.7,
+                color=COLORS.get(framework), label=framework)
+    handles, labels = ax.get_legend_handles_labels()
+    unique = dict(zip(labels, handles, strict=True))
+    ax.legend(unique.values(), unique.keys(), frameon=False)
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("test accuracy")
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.0%}"))
+    ax.set_xticks(sorted(curves["epoch"].unique()))
+    ax.grid(True, alpha=0.3)
+    return ax
+
+
+def step_distribution(trained: pd.DataFrame, ax: Axes) -> Axes:
+    """Each cell's step times as a box: quartiles, median, whiskers from the fastest step to
+    the 99th percentile (from the summary's percentiles)."""
+    stats = [{"label": cell, "med": r["median_ms"], "whislo": r["min_ms"],
+              "whishi": r["p99_ms"], "fliers": [],
+              # Quartiles were recorded from dlbench 0.2 on: older cells get a flat box.
+              "q1": r.get("p25_ms", r["median_ms"]), "q3": r.get("p75_ms", r["median_ms"])}
+             for cell, r in trained.set_index("cell_id").iterrows()]
+    boxes = ax.bxp(stats, orientation="horizontal", patch_artist=True, showfliers=False)
+    for box, framework in zip(boxes["boxes"], trained["framework"], strict=True):
+        box.set_facecolor(COLORS.get(framework_name(framework), "lightgrey"))
+    ax.set_xlabel("time per training step (ms)")
+    ax.grid(True, axis="x", alpha=0.3)
+    return ax
+
+
+def step_parts(parts: pd.DataFrame, ax: Axes) -> Axes:
+    """Stacked bars per cell: the mean time per step waiting for the next batch, and the
+    step itself."""
+    parts.set_index("cell")[["waiting for data", "step"]].plot.barh(
+        stacked=True, ax=ax, color=["tab:red", "tab:grey"])
+    ax.set_xlabel("mean time per training step (ms)")
+    ax.set_ylabel("")
+    ax.legend(frameon=False)
+    return ax

@@ -23,8 +23,12 @@ def _batch(path: Path) -> Split:
 
 def check(folder: str | Path) -> Path:
     """The folder, or ValueError naming what is missing there."""
+    if not str(folder).strip():
+        raise ValueError("data.cifar10_dir is not set: give the folder of CIFAR-10's python "
+                         f"batches ({', '.join(FILES)}), e.g. --config 'data={{cifar10_dir: "
+                         "/path/to/cifar-10-batches-py}'")
     folder = Path(folder)
-    if not str(folder) or not folder.is_dir():
+    if not folder.is_dir():
         raise ValueError(f"data.cifar10_dir: {str(folder)!r} is not a folder; give the folder "
                          f"of CIFAR-10's python batches ({', '.join(FILES)})")
     missing = [name for name in FILES if not (folder / name).is_file()]

@@ -101,8 +101,10 @@ def run_child(jobs: list, work: Work, record_path: Callable[[Hashable], Path], l
     """The records of the jobs one child finished, in order, and the failure of the job
     after them if the child could not go on."""
     paths = [_child_path(record_path(job)) for job in jobs]
+    # Not daemonic: the child must be able to start processes of its own (input-pipeline
+    # workers, compile workers). The supervisor kills or joins it on every path.
     child = multiprocessing.get_context("fork").Process(
-        target=_child_main, args=(work, jobs, paths, start, repeat), daemon=True)
+        target=_child_main, args=(work, jobs, paths, start, repeat))
     child.start()
     # The CPU and machine counters at the guard's rate (10 Hz), memory at sample_hz.
     sampler = ProcessSampler(child.pid, load_every=_guard_every(limits))
