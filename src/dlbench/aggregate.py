@@ -14,7 +14,8 @@ from dlbench import result, scenarios
 # Result sections of every scenario: section → prefix of its columns ("": their own names,
 # which the report reads).
 _SECTIONS = {"timing": "", "memory": "", "startup": "", "utilization": "utilization_",
-             "flags": "flags_", "optimization": "optimization_", "process": "process_"}
+             "flags": "flags_", "optimization": "optimization_", "process": "process_",
+             "profile": "profile_"}
 _ORDER = ["scenario", "framework", "model", "device", "optimization"]
 _SKIP = {"samples_ms", "repeats", "method"}  # per-iteration or per-process details
 

@@ -155,11 +155,17 @@ def step_distribution(trained: pd.DataFrame, ax: Axes) -> Axes:
     return ax
 
 
+PART_COLORS = {"waiting for data": "tab:red", "copy to device": "tab:purple",
+               "forward + backward": "tab:grey", "optimizer step": "tab:olive",
+               "step (not split)": "tab:brown", "rest": "lightgrey"}
+
+
 def step_parts(parts: pd.DataFrame, ax: Axes) -> Axes:
-    """Stacked bars per cell: the mean time per step waiting for the next batch, and the
-    step itself."""
-    parts.set_index("cell")[["waiting for data", "step"]].plot.barh(
-        stacked=True, ax=ax, color=["tab:red", "tab:grey"])
+    """Stacked bars per cell: the mean time per step in each of its parts, waiting for
+    the next batch first (dlbench.analysis.training.step_parts)."""
+    columns = [c for c in parts if c != "cell"]
+    parts.set_index("cell")[columns].plot.barh(
+        stacked=True, ax=ax, color=[PART_COLORS.get(c, "tab:blue") for c in columns])
     ax.set_xlabel("mean time per training step (ms)")
     ax.set_ylabel("")
     ax.legend(frameon=False)

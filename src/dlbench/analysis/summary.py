@@ -32,6 +32,7 @@ def derive(summary: pd.DataFrame) -> pd.DataFrame:
     timed         status ok with a median: the cell has a timing
     checked       the output was compared with a reference
     wrong_answer  checked, and outside its precision's tolerance (unchecked: not wrong)
+    profiled      measured under a profiler (not compared with cells that were not)
     eager_ms      the median of the same cell in its framework's eager, for timed cells
     speedup       eager_ms / median_ms: above 1, faster than eager
     """
@@ -47,17 +48,20 @@ def derive(summary: pd.DataFrame) -> pd.DataFrame:
     frame["scenario"] = frame["scenario"].astype(object).where(frame["scenario"].notna(),
                                                                DEFAULT_SCENARIO)
     frame["timed"] = frame["status"].eq("ok") & frame["median_ms"].notna()
+    # Measured under a profiler: its timing is not compared with unprofiled cells.
+    frame["profiled"] = frame["profile_status"].notna() if "profile_status" in frame \
+        else False
     frame["checked"] = frame["correctness_within_tolerance"].notna()
     frame["wrong_answer"] = [v is not None and not pd.isna(v) and not bool(v)
                              for v in frame["correctness_within_tolerance"]]
     frame["eager_ms"] = np.nan
     for scenario, cells in frame.groupby("scenario"):
         keys = BASELINE_KEYS + [a for a in axes(scenario) if a in cells]
-        eager = cells[cells["timed"] & cells["optimization"].eq("eager")]
+        eager = cells[cells["timed"] & cells["optimization"].eq("eager") & ~cells["profiled"]]
         eager = eager.set_index(keys)["median_ms"]
         eager = eager[~eager.index.duplicated(keep=False)]  # an ambiguous baseline is none
         joined = cells.join(eager.rename("baseline"), on=keys)["baseline"]
-        frame.loc[cells.index, "eager_ms"] = joined.where(cells["timed"])
+        frame.loc[cells.index, "eager_ms"] = joined.where(cells["timed"] & ~cells["profiled"])
     frame["speedup"] = frame["eager_ms"] / frame["median_ms"]
     return frame
 

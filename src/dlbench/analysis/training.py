@@ -131,10 +131,18 @@ def curves(trained: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+# A step's parts (dlbench.measure.training), in the order they happen, as the report names
+# them.
+PARTS = {"input_wait": "waiting for data", "copy": "copy to device",
+         "forward_backward": "forward + backward", "optimizer": "optimizer step",
+         "step": "step (not split)", "rest": "rest"}
+
+
 def step_parts(trained: pd.DataFrame) -> pd.DataFrame:
-    """Per cell, the mean time per step waiting for data and computing (ms)."""
-    return pd.DataFrame({
-        "cell": trained["cell_id"],
-        "waiting for data": trained["breakdown_input_wait_mean_ms"],
-        "step": trained["breakdown_compute_mean_ms"],
-    }).sort_values("cell").reset_index(drop=True)
+    """Per cell, the mean time per step in each part that its run measured (ms)."""
+    table = pd.DataFrame({"cell": trained["cell_id"]})
+    for part, label in PARTS.items():
+        column = f"breakdown_{part}_mean_ms"
+        if column in trained and trained[column].notna().any():
+            table[label] = trained[column].fillna(0.0)
+    return table.sort_values("cell").reset_index(drop=True)

@@ -20,6 +20,7 @@ from typing import NamedTuple
 import psutil
 
 from dlbench import result
+from dlbench.launch.profiler import Watch
 from dlbench.measure.sampler import GpuSampler, ProcessSampler
 
 GUARD_HZ = 10  # how often the memory guard and the time limit are checked
@@ -31,6 +32,7 @@ class Limits:
     memory_mb: float  # the child's process tree
     sample_hz: float  # memory sampling (0: only the guard, at GUARD_HZ)
     gpu: bool = False  # also sample the GPU (NVML)
+    profile: bool = False  # record a flame graph of each job's timed loop (profiler.py)
 
 
 class Failure(NamedTuple):
@@ -109,8 +111,10 @@ def run_child(jobs: list, work: Work, record_path: Callable[[Hashable], Path], l
     # The CPU and machine counters at the guard's rate (10 Hz), memory at sample_hz.
     sampler = ProcessSampler(child.pid, load_every=_guard_every(limits))
     gpu = GpuSampler.open(child.pid) if limits.gpu else None
+    watch = Watch(child.pid, [record_path(job) for job in jobs], paths) if limits.profile \
+        else None
     try:
-        failure = _supervise(child, sampler, gpu, limits, paths)
+        failure = _supervise(child, sampler, gpu, limits, paths, watch)
     except _Stopped as stop:
         _kill(child)
         failure = Failure("error", str(stop), stops_run=True)
@@ -121,11 +125,16 @@ def run_child(jobs: list, work: Work, record_path: Callable[[Hashable], Path], l
         sampler.close()
         if gpu:
             gpu.close()
+        profiles = watch.close() if watch else {}
     done = []
-    for path in paths:
+    for index, path in enumerate(paths):
         if not path.exists():
             break
-        done.append(annotate(result.read_json(path), sampler, gpu))
+        record = result.read_json(path)
+        if watch:
+            record["profile"] = profiles.get(index, {
+                "status": "failed", "reason": "no timed loop was marked: nothing to profile"})
+        done.append(annotate(record, sampler, gpu))
     for path in paths:
         path.unlink(missing_ok=True)
     if failure is None and len(done) < len(jobs):
@@ -156,7 +165,7 @@ def _on_sigterm(signum, frame):
 
 
 def _supervise(child, sampler: ProcessSampler, gpu: GpuSampler | None, limits: Limits,
-               paths: list[Path]) -> Failure | None:
+               paths: list[Path], watch: Watch | None) -> Failure | None:
     """Wait for the child, sampling it; the failure of the job it was on if it had to be
     stopped, else None. The time limit applies to each job: it restarts whenever the child
     has written a job's record.
@@ -178,6 +187,8 @@ def _supervise(child, sampler: ProcessSampler, gpu: GpuSampler | None, limits: L
             continue
         if gpu:
             gpu.sample(sampler.pids)
+        if watch:
+            watch.poll()
         if len(paths) > 1 and (now_finished := sum(p.exists() for p in paths)) > finished:
             deadline, finished = time.monotonic() + limits.timeout_s, now_finished
         # The tree's memory as the sampler last saw it (its children are looked for once

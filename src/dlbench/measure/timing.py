@@ -70,6 +70,7 @@ def steady_state(step: Callable[[], object], synchronize: Callable[[], None], se
     clock.mark("first_timed_iteration_s")
     samples, device = timed_loop(step, synchronize, settings["min_duration_s"],
                                  settings["min_iterations"], device_timer)
+    clock.mark("timed_loop_end_s")
     timing = {"cold_start_s": cold_start_s, "warmup_iterations": settings["warmup_iterations"],
               "iterations": len(samples), "loop_s": sum(samples) / 1e3, "samples_ms": samples,
               **summarize(samples)}
@@ -80,11 +81,15 @@ def steady_state(step: Callable[[], object], synchronize: Callable[[], None], se
 
 
 class PhaseClock:
-    """Seconds since the process started, marked at the phases of a cell."""
+    """Seconds since the process started, marked at the phases of a cell; `on_mark` is
+    told of each phase as it is reached (the supervisor's profiler watches for them)."""
 
-    def __init__(self, process_start: float):
+    def __init__(self, process_start: float, on_mark: Callable[[str], None] | None = None):
         self.process_start = process_start
         self.marks: dict[str, float] = {}
+        self.on_mark = on_mark
 
     def mark(self, phase: str) -> None:
         self.marks[phase] = round(time.time() - self.process_start, 4)
+        if self.on_mark:
+            self.on_mark(phase)

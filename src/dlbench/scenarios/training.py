@@ -9,6 +9,7 @@ are fresh processes with seeds seed, seed + 1, …: their accuracies give the se
 spread that the frameworks' accuracies are compared with.
 """
 
+import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -36,7 +37,8 @@ class Training(Scenario):
              "[-cache][-pin]", str, pattern=pipelines.PATTERN),
         Axis("optimizer", "optimizers", "", "optimizers", str, choices=tuple(OPTIMIZERS)),
     )
-    summary_sections = {"throughput": "", "training": "training_", "pipeline": "pipeline_"}
+    summary_sections = {"throughput": "", "training": "training_", "pipeline": "pipeline_",
+                        "ablation": "ablation_"}
 
     def models(self) -> list[str]:
         return list(CNNS)
@@ -69,14 +71,28 @@ class Training(Scenario):
                                    "accuracy between frameworks that counts as a match (or the "
                                    "seed-to-seed spread, if larger)", "type": "number",
                                    "minimum": 0, "maximum": 1, "default": 0.02},
+            "breakdown": {"description": "time every step in parts (copy, forward and backward, "
+                          "optimizer), each synchronized on a GPU; false: the step whole",
+                          "type": "boolean", "default": True},
+            "ablation": {"description": "after training, time the steps fed one batch already "
+                         "on the device: the pipeline's ceiling and its efficiency",
+                         "type": "boolean", "default": True},
+            "cold_cache": {"description": "evict the data set's files from the page cache "
+                           "before each cell, so that the first epoch reads them from disk",
+                           "type": "boolean", "default": False},
+            "profile": {"description": "record a py-spy flame graph of each cell's timed steps "
+                        "(an SVG beside its result); profiled timings are not compared with "
+                        "unprofiled ones", "type": "boolean", "default": False},
         }
 
     def setting_args(self, section: dict, cell: "Cell") -> list[str]:
         rate = section["learning_rate"].get(cell.size("optimizer"),
                                             OPTIMIZERS[cell.size("optimizer")].learning_rate)
+        switches = [f"--{'' if section[key] else 'no-'}{key.replace('_', '-')}"
+                    for key in ("breakdown", "ablation", "cold_cache", "profile")]
         return [f"--epochs={section['epochs']}", f"--learning-rate={rate}",
                 f"--target-accuracy={section['target_accuracy']}",
-                f"--accuracy-tolerance={section['accuracy_tolerance']}"]
+                f"--accuracy-tolerance={section['accuracy_tolerance']}", *switches]
 
     def add_setting_options(self, parser) -> None:
         defaults = self.settings_schema()
@@ -90,6 +106,11 @@ class Training(Scenario):
         parser.add_argument("--accuracy-tolerance", type=float,
                             default=defaults["accuracy_tolerance"]["default"],
                             help="training: accuracy difference that still matches")
+        for key in ("breakdown", "ablation", "cold_cache", "profile"):
+            parser.add_argument(f"--{key.replace('_', '-')}",
+                                action=argparse.BooleanOptionalAction,
+                                default=defaults[key]["default"],
+                                help=f"training: {defaults[key]['description']}")
 
     def settings_from_args(self, args) -> dict:
         if args.scenario != self.name:
@@ -98,7 +119,9 @@ class Training(Scenario):
         rate = args.learning_rate or OPTIMIZERS[optimizer].learning_rate
         return {"epochs": args.epochs, "learning_rate": rate,
                 "target_accuracy": args.target_accuracy,
-                "accuracy_tolerance": args.accuracy_tolerance}
+                "accuracy_tolerance": args.accuracy_tolerance, "breakdown": args.breakdown,
+                "ablation": args.ablation, "cold_cache": args.cold_cache,
+                "profile": args.profile}
 
     def validate(self, config: dict) -> list[str]:
         if "cifar10" not in config[self.name]["datasets"]:
@@ -133,7 +156,8 @@ class Training(Scenario):
     def measure(self, backend, cell: "Cell", settings: dict, clock, inputs: dict) -> dict:
         from dlbench.data import MANIFEST, decode, read_manifest
         from dlbench.frameworks import load_ops
-        from dlbench.measure.training import Evaluation, train
+        from dlbench.measure import pagecache
+        from dlbench.measure.training import Evaluation, ablation, train
 
         optimization = OPTIMIZATIONS[cell.optimization]
         problem = backend.precision_problem(optimization.precision.name)
@@ -150,6 +174,10 @@ class Training(Scenario):
                              "needs (a first step, and one to time)")
         seed = settings["seed"] + settings.get("repeat", 0)
         spec, optimizer = get_cnn(cell.model), OPTIMIZERS[cell.size("optimizer")]
+        files = [Path(manifest["root"]) / path for path, _ in manifest["train"]]
+        if settings["cold_cache"]:
+            pagecache.evict(files)
+        cache = {**pagecache.residency(files), "evicted": settings["cold_cache"]}
         test_images, test_labels = decode(manifest, "test")
         ops = load_ops(backend, self.name)
         backend.reset_device_memory()
@@ -163,16 +191,23 @@ class Training(Scenario):
                         Evaluation(lambda: ops.logits(model, test_images, manifest),
                                    test_labels),
                         steps_per_epoch, settings["warmup_iterations"],
-                        settings["target_accuracy"], clock.mark)
+                        settings["target_accuracy"], clock.mark, settings["breakdown"])
             device_memory = backend.device_memory()
+            ceiling = ablation(step, spec, batch, backend.synchronize,
+                               settings["warmup_iterations"], settings["min_duration_s"],
+                               settings["min_iterations"]) if settings["ablation"] else None
         finally:
             ops.release()
         timing = run.timing()
+        samples_per_s = batch / (timing["median_ms"] / 1e3)
+        if ceiling:
+            ceiling["efficiency"] = samples_per_s / ceiling["samples_per_s"]
         return {
             "optimization": {**optimization.describe(), "description": optimization.description},
             "timing": timing,
-            "throughput": {"samples_per_s": batch / (timing["median_ms"] / 1e3)},
-            "pipeline": pipeline.describe(),
+            "throughput": {"samples_per_s": samples_per_s},
+            "pipeline": {**pipeline.describe(), "page_cache": cache},
+            "ablation": ceiling,
             "training": {
                 "seed": seed, "epochs": settings["epochs"], "steps_per_epoch": steps_per_epoch,
                 "train_images": manifest["counts"]["train"],
@@ -191,17 +226,17 @@ class Training(Scenario):
     def combine(self, records: list[dict]) -> dict:
         """The repeats (seeds): timing pooled as for any scenario, the step parts pooled,
         every seed's accuracy kept, and the final accuracy their mean."""
-        parts = {name: [x for r in records if r["status"] == "ok"
-                        for x in r["timing"]["breakdown"][name]["samples_ms"]]
-                 for name in ("input_wait", "compute")} if records[0]["status"] == "ok" else {}
-        runs = [r["training"] for r in records if r["status"] == "ok"]
+        ok = [r for r in records if r["status"] == "ok"]
+        parts = {name: [x for r in ok for x in r["timing"]["breakdown"][name]["samples_ms"]]
+                 for name in (ok[0]["timing"]["breakdown"] if ok else {})}
+        runs = [r["training"] for r in ok]
         final = super().combine(records)
         if len(records) == 1 or final["status"] != "ok":
             return final
-        from dlbench.measure.training import Run
+        from dlbench.measure.training import timing
 
-        run = Run(wait_ms=parts["input_wait"], compute_ms=parts["compute"])
-        final["timing"]["breakdown"] = run.timing()["breakdown"]
+        final["timing"]["breakdown"] = timing(final["timing"]["samples_ms"], parts, 0, 0,
+                                              0)["breakdown"]
         accuracies = [r["final_accuracy"] for r in runs]
         final["training"].update(
             seeds=[r["seed"] for r in runs], final_accuracies=accuracies,
@@ -210,6 +245,11 @@ class Training(Scenario):
             test_accuracy_per_seed=[r["test_accuracy"] for r in runs])
         final["throughput"] = {"samples_per_s": records[0]["params"]["batch"]
                                / (final["timing"]["median_ms"] / 1e3)}
+        ceilings = [r["ablation"] for r in ok if r.get("ablation")]
+        if ceilings:  # the ceiling over every repeat's samples, the efficiency against it
+            final["ablation"] = _pooled_ablation(ceilings, records[0]["params"]["batch"])
+            final["ablation"]["efficiency"] = (final["throughput"]["samples_per_s"]
+                                               / final["ablation"]["samples_per_s"])
         return final
 
     # -- its part of the result schema -------------------------------------------------------
@@ -223,6 +263,11 @@ class Training(Scenario):
                            "properties": {"samples_per_s": {"type": "number",
                                                             "exclusiveMinimum": 0}}},
             "pipeline": {"type": "object", "required": ["name", "in_memory", "workers"]},
+            "ablation": {"type": ["object", "null"],
+                         "required": ["samples_per_s", "median_ms", "efficiency"],
+                         "properties": {"samples_per_s": {"type": "number",
+                                                          "exclusiveMinimum": 0},
+                                        "efficiency": {"type": "number", "minimum": 0}}},
             "training": {
                 "type": "object",
                 "required": ["epochs", "test_accuracy", "train_loss", "epoch_s",
@@ -239,6 +284,15 @@ class Training(Scenario):
         }
         schema["ok_requires"] = ["throughput", "training", "pipeline"]
         return schema
+
+
+def _pooled_ablation(ceilings: list[dict], batch: int) -> dict:
+    from dlbench.measure.stats import summarize
+
+    samples = [x for c in ceilings for x in c["samples_ms"]]
+    stats = summarize(samples)
+    return {**ceilings[0], "iterations": len(samples), "samples_ms": samples, **stats,
+            "samples_per_s": batch / (stats["median_ms"] / 1e3)}
 
 
 register(Training())

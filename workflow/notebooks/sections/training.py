@@ -7,11 +7,11 @@ summary = "results/summary.parquet"
 # %%
 import matplotlib.pyplot as plt
 
-from dlbench.analysis import plots
+from dlbench.analysis import bottleneck, plots
 from dlbench.analysis import training as training_analysis
 from dlbench.analysis.summary import load, of_scenario
 from dlbench.report.display import say, show
-from dlbench.report.format import blank_repeats
+from dlbench.report.format import blank_repeats, file_link
 
 df = of_scenario(load(summary), "training")
 trained = training_analysis.cells(df)
@@ -65,6 +65,40 @@ if not trained.empty:
          left=["framework", "optimization", "pipeline", "optimizer", "accuracy"])
 
 # %% [markdown]
+# ## Where the time goes: a verdict per cell, proved by an ablation
+#
+# Every step is timed in parts: waiting for the next batch (the pipeline's `next()`), the copy
+# to the device, forward + backward, the optimizer step, and the rest. A cell is
+# **input-bound** when it waits ≥ 20% of each step for data (TensorFlow's profiler's
+# threshold; **partly** from 5%), **compute-bound** on a CPU when its own computation
+# dominates (on a GPU: **gpu-bound**, or **host-bound** when the device idles while nothing
+# waits for input). The proof: after training, each cell runs the same steps fed one batch
+# already in device memory — no decoding, no copy. That is the **ceiling** any pipeline could
+# reach, and the pipeline's **efficiency** is the real throughput over it. On a CPU the
+# loaders can also slow the step itself by taking its cores: a low efficiency with little
+# waiting says so. Beside each verdict, the figures sampled from outside the cell: CPU of the
+# training process and of its loader workers, disk reads, and how much of the data set was in
+# the page cache when the cell started.
+
+# %%
+if not trained.empty:
+    verdicts = bottleneck.table(trained)
+    if verdicts["flame graph"].eq("").all():  # no cell was profiled
+        verdicts = verdicts.drop(columns="flame graph")
+    else:
+        verdicts["flame graph"] = verdicts["flame graph"].map(file_link)
+    show(verdicts, "Verdict, its reasons and evidence, the ceiling and what to try next",
+         left=[c for c in ("cell", "verdict", "why", "evidence", "try next", "flame graph")
+               if c in verdicts])
+    say("Images/s per framework, optimization and optimizer (rows) and input pipeline "
+        "(columns): which knob moved what.")
+    show(blank_repeats(bottleneck.pipeline_table(trained), "framework"),
+         left=["framework", "optimization", "optimizer"])
+    if trained["profiled"].any():
+        say("Cells marked *(profiled)* ran under py-spy (sampling from outside, "
+            "non-blocking): their timings are not compared with cells that were not.")
+
+# %% [markdown]
 # ## Accuracy per epoch
 #
 # Test accuracy after each epoch, one line per cell and seed: lines of both colours lying on
@@ -83,9 +117,9 @@ if not trained.empty:
 # %% [markdown]
 # ## Where a step's time goes, and how steps vary
 #
-# Left: the mean time per step spent waiting for the next batch (red) and in the step itself
-# (grey: copy, forward, loss, backward, optimizer). Right: each cell's step times, quartiles in
-# the box, from the fastest step to the 99th percentile.
+# Left: the mean time per step in each part — waiting for the next batch (red), the copy to
+# the device, forward + backward, the optimizer step, the rest. Right: each cell's step
+# times, quartiles in the box, from the fastest step to the 99th percentile.
 
 # %%
 if not trained.empty:

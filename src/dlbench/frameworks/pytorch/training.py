@@ -2,6 +2,7 @@
 (Dataset + DataLoader with PIL decoding, or the decoded set in memory), the training step
 under each recipe and precision, and evaluation with dropout off."""
 
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from dlbench import faults
 from dlbench.data import decode
 from dlbench.data.pipeline import PAD, Pipeline
 from dlbench.frameworks.pytorch import InductorCaches, PyTorchBackend
@@ -48,6 +50,7 @@ class PngDataset(torch.utils.data.Dataset):
         self.mean = np.asarray(mean, np.float32) * 255
         self.std = np.asarray(std, np.float32) * 255
         self.cache: dict[int, np.ndarray] | None = {} if cache else None
+        self.delay_s = faults.decode_delay_s()
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -65,6 +68,8 @@ class PngDataset(torch.utils.data.Dataset):
 
     def __getitem__(self, index: int):
         pixels = self._decode(index)
+        if self.delay_s:  # a starved pipeline, for tests only (dlbench.faults)
+            time.sleep(self.delay_s)
         if self.augment:  # torch's RNG: seeded per worker and epoch by the DataLoader
             y, x = torch.randint(0, 2 * PAD + 1, (2,)).tolist()
             padded = np.pad(pixels, ((PAD, PAD), (PAD, PAD), (0, 0)))
@@ -150,43 +155,15 @@ class PyTorchTraining:
     # -- the training step -------------------------------------------------------------------
 
     def train_step(self, model: torch.nn.Module, opt: torch.optim.Optimizer,
-                   optimization: TrainingOptimization) -> Callable:
-        """The step: a batch from the pipeline → the loss (a device tensor; not read, so
-        that nothing waits for the device here)."""
-        recipe, dtype = optimization.recipe.name, _AUTOCAST.get(optimization.precision.name)
-        scaler = torch.amp.GradScaler(self.device.type) if dtype == torch.float16 else None
-        channels_last = recipe == "channels-last"
+                   optimization: TrainingOptimization) -> "PyTorchStep":
+        """The training step, in parts (see dlbench.measure.training.Step)."""
+        recipe = optimization.recipe.name
         if recipe == "cudnn-benchmark":
             torch.backends.cudnn.benchmark = True
         if recipe.startswith("compile"):
             self.caches.fresh()
-        forward = torch.compile(model) if recipe == "compile" else model
-
-        def compute(x, y):
-            with torch.autocast(self.device.type, dtype=dtype, enabled=dtype is not None):
-                loss = F.cross_entropy(forward(x), y)
-            opt.zero_grad(set_to_none=True)
-            if scaler is None:
-                loss.backward()
-                opt.step()
-            else:
-                scaler.scale(loss).backward()
-                scaler.step(opt)
-                scaler.update()
-            return loss.detach()
-
-        compute = torch.compile(compute) if recipe == "compile-step" else compute
         model.train()
-
-        def step(batch):
-            x, y = batch
-            x = x.to(self.device, non_blocking=True)
-            y = y.to(self.device, non_blocking=True)
-            if channels_last:
-                x = x.contiguous(memory_format=torch.channels_last)
-            return compute(x, y)
-
-        return step
+        return PyTorchStep(model, opt, optimization, self.device)
 
     def mean_loss(self, losses: list) -> float:
         return float(torch.stack(losses).float().mean())
@@ -215,6 +192,62 @@ class PyTorchTraining:
         """Leave the process as the cell found it."""
         self.caches.release()
         torch.backends.cudnn.benchmark = False
+
+
+class PyTorchStep:
+    """A training step of the CNN: copy to the device, forward + loss + backward, optimizer
+    step (a gradient scaler in fp16). Losses are device tensors, never read here, so that
+    nothing waits for the device that the measurement does not ask to wait for."""
+
+    def __init__(self, model, opt, optimization: TrainingOptimization, device):
+        recipe = optimization.recipe.name
+        self.model, self.opt, self.device = model, opt, device
+        self.dtype = _AUTOCAST.get(optimization.precision.name)
+        self.scaler = torch.amp.GradScaler(device.type) if self.dtype == torch.float16 \
+            else None
+        self.channels_last = recipe == "channels-last"
+        self.forward = torch.compile(model) if recipe == "compile" else model
+        # torch.compile of the whole step: forward, backward and optimizer are one program.
+        self.separable = recipe != "compile-step"
+        self.compute = torch.compile(self._compute) if not self.separable else self._compute
+
+    def to_device(self, batch):
+        x, y = batch
+        x = x.to(self.device, non_blocking=True)
+        if self.channels_last:
+            x = x.contiguous(memory_format=torch.channels_last)
+        return x, y.to(self.device, non_blocking=True)
+
+    def forward_backward(self, x, y) -> torch.Tensor:
+        with torch.autocast(self.device.type, dtype=self.dtype, enabled=self.dtype is not None):
+            loss = F.cross_entropy(self.forward(x), y)
+        self.opt.zero_grad(set_to_none=True)
+        (loss if self.scaler is None else self.scaler.scale(loss)).backward()
+        return loss.detach()
+
+    def optimizer_step(self) -> None:
+        if self.scaler is None:
+            self.opt.step()
+        else:
+            self.scaler.step(self.opt)
+            self.scaler.update()
+
+    def _compute(self, x, y) -> torch.Tensor:
+        loss = self.forward_backward(x, y)
+        self.optimizer_step()
+        return loss
+
+    def __call__(self, batch) -> torch.Tensor:
+        return self.compute(*self.to_device(batch))
+
+    def synthetic_batch(self, batch: int, spec: CNN):
+        """A batch already on the device, as the pipeline would give it after the copy: no
+        decoding, no copy (the ablation's input)."""
+        side = spec.image_size
+        x = torch.randn(batch, spec.channels[0], side, side, device=self.device)
+        if self.channels_last:
+            x = x.contiguous(memory_format=torch.channels_last)
+        return x, torch.randint(0, spec.classes, (batch,), device=self.device)
 
 
 def make_ops(backend: PyTorchBackend) -> PyTorchTraining:

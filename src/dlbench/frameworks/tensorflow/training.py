@@ -164,32 +164,10 @@ class TensorFlowTraining:
 
     # -- the training step -------------------------------------------------------------------
 
-    def train_step(self, model, opt, optimization: TrainingOptimization) -> Callable:
-        """The step: a batch → the loss (a tensor, not read here)."""
-        scaled = isinstance(opt, tf.keras.mixed_precision.LossScaleOptimizer)
-
-        def compute(x, y):
-            with tf.GradientTape() as tape:
-                logits = model(x, training=True)
-                loss = tf.reduce_mean(tf.keras.losses.sparse_categorical_crossentropy(
-                    y, logits, from_logits=True))
-                scaled_loss = opt.get_scaled_loss(loss) if scaled else loss
-            grads = tape.gradient(scaled_loss, model.trainable_variables)
-            if scaled:
-                grads = opt.get_unscaled_gradients(grads)
-            opt.apply_gradients(zip(grads, model.trainable_variables, strict=True))
-            return loss
-
-        recipe = optimization.recipe.name
-        if recipe in ("graph", "xla"):
-            compute = tf.function(compute, jit_compile=recipe == "xla")
-
-        def step(batch):
-            x, y = batch
-            with tf.device(self.backend.device_name):
-                return compute(x, y)
-
-        return step
+    def train_step(self, model, opt, optimization: TrainingOptimization) -> "TensorFlowStep":
+        """The training step, in parts (see dlbench.measure.training.Step)."""
+        return TensorFlowStep(model, opt, optimization, self.backend.device_name,
+                              self.data_format)
 
     def mean_loss(self, losses: list) -> float:
         return float(tf.reduce_mean(tf.cast(tf.stack(losses), tf.float32)))
@@ -213,6 +191,75 @@ class TensorFlowTraining:
         """Leave the process as the cell found it: empty Keras state, float32 policy."""
         tf.keras.backend.clear_session()
         tf.keras.mixed_precision.set_global_policy("float32")
+
+
+class TensorFlowStep:
+    """A training step of the CNN: copy to the device, gradients (forward + loss + backward
+    under a GradientTape), optimizer step (loss scaling in fp16). With tf.function or XLA the
+    whole step is one function; timed in parts, gradients and the optimizer step are two
+    functions (the gradients then leave the first as its outputs)."""
+
+    separable = True
+
+    def __init__(self, model, opt, optimization: TrainingOptimization, device: str,
+                 data_format: str):
+        self.model, self.opt, self.device, self.data_format = model, opt, device, data_format
+        self.scaled = isinstance(opt, tf.keras.mixed_precision.LossScaleOptimizer)
+        self._grads = None
+        recipe = optimization.recipe.name
+        if recipe in ("graph", "xla"):
+            options = {"jit_compile": recipe == "xla"}
+            self._gradients = tf.function(self._gradients, **options)
+            self._apply = tf.function(self._apply, **options)
+            self._compute = tf.function(self._compute, **options)
+
+    def to_device(self, batch):
+        with tf.device(self.device):  # a copy on a GPU; on the CPU the batch is there
+            return tf.identity(batch[0]), tf.identity(batch[1])
+
+    def _gradients(self, x, y):
+        with tf.GradientTape() as tape:
+            logits = self.model(x, training=True)
+            loss = tf.reduce_mean(tf.keras.losses.sparse_categorical_crossentropy(
+                y, logits, from_logits=True))
+            scaled = self.opt.get_scaled_loss(loss) if self.scaled else loss
+        grads = tape.gradient(scaled, self.model.trainable_variables)
+        if self.scaled:
+            grads = self.opt.get_unscaled_gradients(grads)
+        return loss, grads
+
+    def _apply(self, grads):
+        self.opt.apply_gradients(zip(grads, self.model.trainable_variables, strict=True))
+
+    def _compute(self, x, y):
+        loss, grads = self._gradients(x, y)
+        self._apply(grads)
+        return loss
+
+    def forward_backward(self, x, y):
+        with tf.device(self.device):
+            loss, self._grads = self._gradients(x, y)
+        return loss
+
+    def optimizer_step(self) -> None:
+        with tf.device(self.device):
+            self._apply(self._grads)
+
+    def compute(self, x, y):
+        with tf.device(self.device):
+            return self._compute(x, y)
+
+    def __call__(self, batch):
+        return self.compute(*self.to_device(batch))
+
+    def synthetic_batch(self, batch: int, spec: CNN):
+        """A batch already on the device: no decoding, no copy (the ablation's input)."""
+        side, channels = spec.image_size, spec.channels[0]
+        shape = (batch, channels, side, side) if self.data_format == "channels_first" \
+            else (batch, side, side, channels)
+        with tf.device(self.device):
+            return (tf.random.normal(shape),
+                    tf.random.uniform((batch,), 0, spec.classes, dtype=tf.int64))
 
 
 def make_ops(backend: TensorFlowBackend) -> TensorFlowTraining:
