@@ -15,7 +15,7 @@ _OUTCOME = {"cell_id", "scenario", "status", "reason", "started_at", "finished_a
             "intra_op_threads", "inter_op_threads", "iterations", "warmup_iterations",
             "relative_iqr", "timed", "checked", "wrong_answer", "eager_ms", "speedup"}
 _PREFIXES = ("env_", "utilization_", "flags_", "optimization_", "correctness_", "process_",
-             "device_time_", "between_processes_")
+             "device_time_", "between_processes_", "breakdown_", "step_", "loss_")
 _SUFFIXES = ("_ms", "_s", "_mb", "_low", "_high", "_fraction")
 _PERCENTILE = re.compile(r"p(\d+)_ms")
 
