@@ -84,15 +84,18 @@ class TensorFlowTrainStep:
         return make_optimizer(optimizer, learning_rate, optimization)
 
     def implementation(self, opt, optimization: TrainingOptimization) -> str:
-        """Which implementation of the update runs, in words (inside the recipe's function:
-        eager, a graph or an XLA cluster)."""
+        """Which implementation of the update runs, in words."""
         inner = getattr(opt, "inner_optimizer", opt)
         kind = type(inner)
         name = f"{kind.__module__.split('.')[0]}.{kind.__name__}"
         if "legacy" in kind.__module__:
-            return f"{name} (legacy: one C++ kernel per variable, e.g. ResourceApplyAdam)"
-        xla = " (XLA-compiled)" if getattr(inner, "jit_compile", False) else ""
-        return f"{name}: TensorFlow ops per variable, composed in Python{xla}"
+            ops = "one C++ kernel per variable (ResourceApplyAdam, ResourceApplyKerasMomentum)"
+        else:
+            ops = "TensorFlow ops per variable, composed in Python"
+        run = {"graph": "traced once into a tf.function graph (no Python per step)",
+               "xla": "compiled by XLA with jit_compile (no Python per step)"}.get(
+            optimization.recipe.name, "dispatched op by op from Python (eager)")
+        return f"{name}: {ops}; {run}"
 
     def word_embeddings(self, model) -> np.ndarray:
         return word_embeddings(model).numpy()
