@@ -207,8 +207,9 @@ def seed_answer(frame: pd.DataFrame) -> list[str]:
                 recipes[name]["optimizer_ms"].sort_values().items())
             for name in chosen) + ".",
         f"**What ran**: PyTorch — {implementation['pytorch']}; TensorFlow — "
-        f"{implementation['tensorflow']}. Python drives C++ kernels in both: PyTorch's loop "
-        "dispatches a few ATen kernels per parameter, and the arithmetic is C++ either way.",
+        f"{implementation['tensorflow']}. The arithmetic is C++ kernels in both; the "
+        "frameworks differ in how the kernels are dispatched, which is what these times "
+        "measure.",
     ]
     if "legacy" not in implementation["tensorflow"]:
         lines[-1] += (" TensorFlow's Keras optimizers (2.11 and later) compose TensorFlow ops "
