@@ -42,6 +42,8 @@ def test_cells_cover_every_axis_with_readable_ids():
     ({}, None),
     ({"optimization": "fused", "optimizer": "sgd"}, None),
     ({"framework": "tensorflow", "optimization": "xla"}, None),
+    ({"framework": "tensorflow", "optimization": "legacy-optimizer"}, None),
+    ({"optimization": "legacy-optimizer"}, "does not exist in PyTorch training"),
     ({"optimization": "channels-last"},
      "optimization 'channels-last' changes the layout of convolutions; tiny-bert has none"),
     ({"optimization": "cudnn-benchmark", "device": "gpu"},

@@ -118,3 +118,17 @@ def test_compiled_steps(tmp_path):
     assert xla["loss"]["initial"] == pytest.approx(whole["loss"]["initial"], rel=1e-5)
     for record in (whole, xla):  # strict JSON: no NaN from an empty part or a loss
         json.dumps(record, allow_nan=False)
+
+
+@pytest.mark.slow
+def test_tensorflows_legacy_optimizer(tmp_path):
+    """tf.keras.optimizers.legacy: the update as one C++ kernel per variable, the same
+    training otherwise."""
+    weights, reference = shared_inputs(tmp_path, "tiny-bert")
+    record = run_cell(tmp_path / "tf.json", "tensorflow", "tiny-bert", "adam",
+                      "legacy-optimizer", weights, reference)
+    assert record["status"] == "ok", record["reason"]
+    assert "legacy" in record["step"]["implementation"]
+    assert "one C++ kernel per variable" in record["step"]["implementation"]
+    assert record["step"]["separable"] and record["correctness"]["within_tolerance"]
+    assert record["loss"]["last"] < record["loss"]["first"]

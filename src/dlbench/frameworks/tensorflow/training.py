@@ -20,11 +20,15 @@ _POLICIES = {"bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 def make_optimizer(optimizer: Optimizer, learning_rate: float,
                    optimization: TrainingOptimization) -> tf.keras.optimizers.Optimizer:
     """The optimizer of every TensorFlow training scenario: Keras's SGD with momentum or Adam
-    (epsilon 1e-7), wrapped for loss scaling in fp16 (as PyTorch's GradScaler)."""
+    (epsilon 1e-7) — the legacy classes for the legacy-optimizer recipe —, wrapped for loss
+    scaling in fp16 (as PyTorch's GradScaler)."""
+    optimizers = tf.keras.optimizers
+    if optimization.recipe.name == "legacy-optimizer":
+        optimizers = optimizers.legacy
     if optimizer.name == "sgd":
-        opt = tf.keras.optimizers.SGD(learning_rate, momentum=optimizer.momentum)
+        opt = optimizers.SGD(learning_rate, momentum=optimizer.momentum)
     else:
-        opt = tf.keras.optimizers.Adam(learning_rate, epsilon=1e-7)
+        opt = optimizers.Adam(learning_rate, epsilon=1e-7)
     if optimization.precision.name == "fp16":
         opt = tf.keras.mixed_precision.LossScaleOptimizer(opt)
     return opt
