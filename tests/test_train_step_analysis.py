@@ -165,3 +165,14 @@ def test_the_bars_draw_both_parts_and_the_whole_steps(summary):
     assert [t.get_text() for t in ax.texts] == [" 20%", " 6%", " 60%", " 40%", " 11%", " 21%"]
     assert ax.get_title() == "tiny, batch 2, length 16"
     plt.close(fig)
+
+
+def test_the_seed_answer_points_at_tensorflows_cpp_optimizer_when_measured():
+    lines = train_step.seed_answer(frame(
+        cell("pytorch", "eager", "adam", 30.0, 24.0, 6.0),
+        cell("tensorflow", "graph", "adam", 26.0, 24.0, 2.0),
+        cell("tensorflow", "legacy-optimizer", "adam", 60.0, 57.0, 3.0),
+    ))
+    text = "\n".join(lines)
+    assert "TensorFlow `graph` 2.00 ms, `legacy-optimizer` 3.00 ms." in text
+    assert "is the legacy optimizer's (`legacy-optimizer` above)." in text

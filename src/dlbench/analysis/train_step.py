@@ -212,7 +212,9 @@ def seed_answer(frame: pd.DataFrame) -> list[str]:
         "measure.",
     ]
     if "legacy" not in implementation["tensorflow"]:
+        legacy = "legacy-optimizer" in recipes["tensorflow"].index
         lines[-1] += (" TensorFlow's Keras optimizers (2.11 and later) compose TensorFlow ops "
                       "per variable too; its single C++ kernel per variable "
-                      "(ResourceApplyAdam) is the legacy optimizer's.")
+                      "(ResourceApplyAdam) is the legacy optimizer's"
+                      + (" (`legacy-optimizer` above)." if legacy else "."))
     return lines

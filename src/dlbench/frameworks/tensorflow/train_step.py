@@ -87,10 +87,13 @@ class TensorFlowTrainStep:
         """Which implementation of the update runs, in words."""
         inner = getattr(opt, "inner_optimizer", opt)
         kind = type(inner)
-        name = f"{kind.__module__.split('.')[0]}.{kind.__name__}"
         if "legacy" in kind.__module__:
-            ops = "one C++ kernel per variable (ResourceApplyAdam, ResourceApplyKerasMomentum)"
+            kernel = "ResourceApplyAdam" if kind.__name__ == "Adam" else \
+                "ResourceApplyKerasMomentum"
+            name = f"tf.keras.optimizers.legacy.{kind.__name__}"
+            ops = f"one C++ kernel per variable ({kernel})"
         else:
+            name = f"tf.keras.optimizers.{kind.__name__}"
             ops = "TensorFlow ops per variable, composed in Python"
         run = {"graph": "traced once into a tf.function graph (no Python per step)",
                "xla": "compiled by XLA with jit_compile (no Python per step)"}.get(
