@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from dlbench.analysis.speedup import OTHER_FRAMEWORK
-from dlbench.report.format import fmt_error, fmt_ms, fmt_percent, framework_name, na
+from dlbench.report.format import fmt_error, fmt_ms, fmt_percent, fmt_s, framework_name, na
 
 SCENARIO = "train_step"
 SHAPE = ["model", "device", "batch", "seqlen"]
@@ -41,9 +41,10 @@ def _loss_check(row) -> str:
 def step_table(frame: pd.DataFrame, several_devices: bool) -> tuple[pd.DataFrame, int]:
     """One row per cell of the scenario, by shape and optimizer: the median step, its parts
     and the optimizer's share, the speed-up over the framework's eager with the same
-    optimizer, samples and tokens per second, and the initial loss's error against the
-    reference; N/A with the reason where the cell did not run. Also how many cells were
-    left out: a framework with the other framework's optimization (N/A by design)."""
+    optimizer, the first step (compilation), samples and tokens per second, and the initial
+    loss's error against the reference; N/A with the reason where the cell did not run.
+    Also how many cells were left out: a framework with the other framework's optimization
+    (N/A by design)."""
     cells = frame[frame["scenario"].eq(SCENARIO)]
     by_design = cells["reason"].fillna("").str.contains(OTHER_FRAMEWORK) & ~cells["timed"]
     cells = cells[~by_design]
@@ -68,6 +69,7 @@ def step_table(frame: pd.DataFrame, several_devices: bool) -> tuple[pd.DataFrame
             "optimizer ms": fmt_ms(part.optimizer_ms) if part.separable else NOT_SEPARABLE,
             "optimizer share": fmt_percent(part.optimizer_share),
             "speed-up over eager": "" if pd.isna(row.speedup) else f"{row.speedup:.2f}×",
+            "first step s": fmt_s(row.cold_start_s),
             "samples/s": fmt_ms(row.samples_per_s),
             "tokens/s": fmt_ms(row.tokens_per_s),
             "initial loss vs reference": _loss_check(row),
