@@ -178,3 +178,16 @@ def test_the_seed_answer_points_at_tensorflows_cpp_optimizer_when_measured():
     text = "\n".join(lines)
     assert "TensorFlow `graph` 2.00 ms, `legacy-optimizer` 3.00 ms." in text
     assert "is the legacy optimizer's (`legacy-optimizer` above)." in text
+
+
+def test_a_summary_without_timed_steps_has_only_reasons():
+    summary = frame(cell("pytorch", "eager", status="error", reason="RuntimeError: boom"),
+                    cell("tensorflow", "graph", status="unsupported",
+                         reason="this CPU has no native bf16 arithmetic"))
+    table, by_design = train_step.step_table(summary, several_devices=False)
+    assert list(table["step ms"]) == ["N/A (RuntimeError: boom)",
+                                      "N/A (this CPU has no native bf16 arithmetic)"]
+    assert by_design == 0
+    assert train_step.bars(summary) == {} and train_step.seed_answer(summary) == []
+    assert train_step.share_table(summary, several_devices=False).empty
+    assert train_step.optimizer_costs(summary).empty
