@@ -55,6 +55,10 @@ RECIPES = MappingProxyType({
         TrainingRecipe("graph", _TENSORFLOW, "the training step as a tf.function graph"),
         TrainingRecipe("xla", _TENSORFLOW, "the training step as tf.function(jit_compile="
                        "True): XLA"),
+        TrainingRecipe("legacy-optimizer", _TENSORFLOW, "the optimizer of "
+                       "tf.keras.optimizers.legacy (eager): one C++ kernel per variable "
+                       "(ResourceApplyAdam, ResourceApplyKerasMomentum), the implementation "
+                       "before TensorFlow 2.11, whose optimizers compose TensorFlow ops"),
         TrainingRecipe("channels-first", _TENSORFLOW, "convolutions in channels_first (NCHW)",
                        gpu_only="TensorFlow's CPU convolution and pooling kernels support "
                        "only NHWC (channels_last)", convolutions_only=True),

@@ -16,7 +16,8 @@ _OUTCOME = {"cell_id", "scenario", "status", "reason", "started_at", "finished_a
             "relative_iqr", "timed", "checked", "wrong_answer", "eager_ms", "speedup",
             "profiled"}
 _PREFIXES = ("env_", "utilization_", "flags_", "optimization_", "correctness_", "process_",
-             "device_time_", "between_processes_", "profile_", "breakdown_")
+             "device_time_", "between_processes_", "profile_", "breakdown_", "step_",
+             "loss_")
 _SUFFIXES = ("_ms", "_s", "_mb", "_low", "_high", "_fraction")
 _PERCENTILE = re.compile(r"p(\d+)_ms")
 

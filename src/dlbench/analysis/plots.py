@@ -170,3 +170,41 @@ def step_parts(parts: pd.DataFrame, ax: Axes) -> Axes:
     ax.set_ylabel("")
     ax.legend(frameon=False)
     return ax
+
+
+# The parts of a transformer's training step (dlbench.analysis.train_step.bars).
+STEP_SHARE_COLORS = {"forward + loss + backward": "#9ecae1", "optimizer step": "tab:red",
+                     "whole step (not separable)": "#cccccc"}
+
+
+def optimizer_share_size(bars: pd.DataFrame) -> tuple[float, float]:
+    """A figure size (inches) that fits the bars of one shape."""
+    return 9.0, 0.45 * len(bars) + 1.4
+
+
+def optimizer_share(ax: Axes, bars: pd.DataFrame, title: str = "") -> Axes:
+    """Horizontal bars, one per cell: forward + loss + backward, then the optimizer step
+    stacked on it and labelled with its share of the step; a step that is not separable is
+    one grey bar of its whole time."""
+    y = np.arange(len(bars))
+    separable = bars["optimizer_ms"].notna().to_numpy()
+    forward = bars["forward_backward_ms"].fillna(0).to_numpy(dtype=float)
+    optimizer = bars["optimizer_ms"].fillna(0).to_numpy(dtype=float)
+    whole = np.where(separable, 0.0, bars["step_ms"].to_numpy(dtype=float))
+    names = list(STEP_SHARE_COLORS)
+    ax.barh(y, forward, color=STEP_SHARE_COLORS[names[0]], label=names[0])
+    ax.barh(y, optimizer, left=forward, color=STEP_SHARE_COLORS[names[1]], label=names[1])
+    if not separable.all():
+        ax.barh(y, whole, color=STEP_SHARE_COLORS[names[2]], hatch="//", label=names[2])
+    for i in np.flatnonzero(separable):
+        share = bars["optimizer_share"].iloc[i]
+        ax.text(forward[i] + optimizer[i], i, f" {share:.0%}", va="center", fontsize=8)
+    ax.set_yticks(y, bars["label"])
+    ax.invert_yaxis()  # the first cell on top
+    ax.set_xlabel("median time per step (ms)")
+    ax.margins(x=0.12)
+    ax.legend(loc="lower right", fontsize=8, frameon=False)
+    if title:
+        ax.set_title(title, fontsize=11)
+    sns.despine(ax=ax)
+    return ax

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from dlbench.matrix import Cell
 
 PLUGINS_VARIABLE = "DLBENCH_PLUGINS"
-BUILT_IN = ("inference", "training")
+BUILT_IN = ("inference", "training", "train_step")
 
 
 @dataclass(frozen=True)

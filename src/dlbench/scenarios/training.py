@@ -17,6 +17,7 @@ from dlbench.data import pipeline as pipelines
 from dlbench.models.vision import MODELS as CNNS
 from dlbench.models.vision import get_cnn, initial_weights
 from dlbench.scenarios import Axis, Scenario, register
+from dlbench.scenarios._optimizer import OPTIMIZER_AXIS, OptimizerSettings
 from dlbench.training_recipes import OPTIMIZATIONS, OPTIMIZERS
 
 if TYPE_CHECKING:
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 DATASETS = ("synthetic", "digits", "cifar10")
 
 
-class Training(Scenario):
+class Training(OptimizerSettings, Scenario):
     name = "training"
     description = ("training the CNN from image files through each framework's own input "
                    "pipeline, test accuracy after every epoch")
@@ -35,7 +36,7 @@ class Training(Scenario):
              choices=DATASETS),
         Axis("pipeline", "pipelines", "", "input pipelines: memory, or w<workers>[-p<prefetch>]"
              "[-cache][-pin]", str, pattern=pipelines.PATTERN),
-        Axis("optimizer", "optimizers", "", "optimizers", str, choices=tuple(OPTIMIZERS)),
+        OPTIMIZER_AXIS,
     )
     summary_sections = {"throughput": "", "training": "training_", "pipeline": "pipeline_",
                         "ablation": "ablation_"}
@@ -58,12 +59,7 @@ class Training(Scenario):
         return {
             "epochs": {"description": "training epochs of every cell", "type": "integer",
                        "minimum": 1, "default": 10},
-            "learning_rate": {
-                "description": "learning rate of each optimizer", "type": "object",
-                "additionalProperties": False, "default": {},
-                "properties": {name: {"type": "number", "exclusiveMinimum": 0,
-                                      "default": o.learning_rate}
-                               for name, o in OPTIMIZERS.items()}},
+            **super().settings_schema(),  # the learning rate of each optimizer
             "target_accuracy": {"description": "the test accuracy whose training time is "
                                 "reported (time to accuracy)", "type": "number",
                                 "exclusiveMinimum": 0, "maximum": 1, "default": 0.7},
@@ -86,11 +82,9 @@ class Training(Scenario):
         }
 
     def setting_args(self, section: dict, cell: "Cell") -> list[str]:
-        rate = section["learning_rate"].get(cell.size("optimizer"),
-                                            OPTIMIZERS[cell.size("optimizer")].learning_rate)
         switches = [f"--{'' if section[key] else 'no-'}{key.replace('_', '-')}"
                     for key in ("breakdown", "ablation", "cold_cache", "profile")]
-        return [f"--epochs={section['epochs']}", f"--learning-rate={rate}",
+        return [f"--epochs={section['epochs']}", *super().setting_args(section, cell),
                 f"--target-accuracy={section['target_accuracy']}",
                 f"--accuracy-tolerance={section['accuracy_tolerance']}", *switches]
 
@@ -98,8 +92,7 @@ class Training(Scenario):
         defaults = self.settings_schema()
         parser.add_argument("--epochs", type=int, default=defaults["epochs"]["default"],
                             help="training: epochs")
-        parser.add_argument("--learning-rate", type=float,
-                            help="training: learning rate (default: the optimizer's)")
+        super().add_setting_options(parser)
         parser.add_argument("--target-accuracy", type=float,
                             default=defaults["target_accuracy"]["default"],
                             help="training: the test accuracy timed as time to accuracy")
@@ -115,9 +108,7 @@ class Training(Scenario):
     def settings_from_args(self, args) -> dict:
         if args.scenario != self.name:
             return {}
-        optimizer = (args.optimizer or ["sgd"])[0]
-        rate = args.learning_rate or OPTIMIZERS[optimizer].learning_rate
-        return {"epochs": args.epochs, "learning_rate": rate,
+        return {"epochs": args.epochs, **super().settings_from_args(args),
                 "target_accuracy": args.target_accuracy,
                 "accuracy_tolerance": args.accuracy_tolerance, "breakdown": args.breakdown,
                 "ablation": args.ablation, "cold_cache": args.cold_cache,

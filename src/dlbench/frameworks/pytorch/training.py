@@ -20,6 +20,19 @@ from dlbench.training_recipes import Optimizer, TrainingOptimization
 _AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
+def make_optimizer(model: torch.nn.Module, optimizer: Optimizer, learning_rate: float,
+                   optimization: TrainingOptimization) -> torch.optim.Optimizer:
+    """The optimizer of every PyTorch training scenario: SGD with momentum or Adam (epsilon
+    1e-7, Keras's default), in the implementation the recipe names (foreach, fused; else
+    PyTorch's default: a for-loop over the parameters on the CPU, foreach on CUDA)."""
+    implementation = {"foreach": {"foreach": True}, "fused": {"fused": True}}.get(
+        optimization.recipe.name, {})
+    if optimizer.name == "sgd":
+        return torch.optim.SGD(model.parameters(), lr=learning_rate,
+                               momentum=optimizer.momentum, **implementation)
+    return torch.optim.Adam(model.parameters(), lr=learning_rate, eps=1e-7, **implementation)
+
+
 class Net(torch.nn.Module):
     """The CNN of dlbench.models.vision, layer for layer."""
 
@@ -101,13 +114,7 @@ class PyTorchTraining:
 
     def optimizer(self, model: torch.nn.Module, optimizer: Optimizer, learning_rate: float,
                   optimization: TrainingOptimization) -> torch.optim.Optimizer:
-        implementation = {"foreach": {"foreach": True}, "fused": {"fused": True}}.get(
-            optimization.recipe.name, {})
-        if optimizer.name == "sgd":
-            return torch.optim.SGD(model.parameters(), lr=learning_rate,
-                                   momentum=optimizer.momentum, **implementation)
-        return torch.optim.Adam(model.parameters(), lr=learning_rate, eps=1e-7,
-                                **implementation)
+        return make_optimizer(model, optimizer, learning_rate, optimization)
 
     # -- input pipelines ---------------------------------------------------------------------
 

@@ -17,6 +17,23 @@ from dlbench.training_recipes import Optimizer, TrainingOptimization
 _POLICIES = {"bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 
 
+def make_optimizer(optimizer: Optimizer, learning_rate: float,
+                   optimization: TrainingOptimization) -> tf.keras.optimizers.Optimizer:
+    """The optimizer of every TensorFlow training scenario: Keras's SGD with momentum or Adam
+    (epsilon 1e-7) — the legacy classes for the legacy-optimizer recipe —, wrapped for loss
+    scaling in fp16 (as PyTorch's GradScaler)."""
+    optimizers = tf.keras.optimizers
+    if optimization.recipe.name == "legacy-optimizer":
+        optimizers = optimizers.legacy
+    if optimizer.name == "sgd":
+        opt = optimizers.SGD(learning_rate, momentum=optimizer.momentum)
+    else:
+        opt = optimizers.Adam(learning_rate, epsilon=1e-7)
+    if optimization.precision.name == "fp16":
+        opt = tf.keras.mixed_precision.LossScaleOptimizer(opt)
+    return opt
+
+
 def keras_model(spec: CNN, data_format: str) -> tf.keras.Model:
     """The CNN of dlbench.models.vision as Keras layers (ReLU after pooling, as there)."""
     layers, c, k = tf.keras.layers, spec.channels, spec.kernel
@@ -78,13 +95,7 @@ class TensorFlowTraining:
 
     def optimizer(self, model, optimizer: Optimizer, learning_rate: float,
                   optimization: TrainingOptimization):
-        if optimizer.name == "sgd":
-            opt = tf.keras.optimizers.SGD(learning_rate, momentum=optimizer.momentum)
-        else:
-            opt = tf.keras.optimizers.Adam(learning_rate, epsilon=1e-7)
-        if optimization.precision.name == "fp16":  # loss scaling, as PyTorch's GradScaler
-            opt = tf.keras.mixed_precision.LossScaleOptimizer(opt)
-        return opt
+        return make_optimizer(optimizer, learning_rate, optimization)
 
     # -- input pipelines ---------------------------------------------------------------------
 
