@@ -1,5 +1,6 @@
 """Shared helpers: the repository, and running the real `snakemake` on a config."""
 
+import contextlib
 import copy
 import os
 import shutil
@@ -58,6 +59,26 @@ def snakemake(workdir: Path, config: dict | None, *args: str, timeout: int = 900
         command += ["--configfile", str(workdir / "config.yaml")]
     return subprocess.run(command + list(args), capture_output=True, text=True,
                           timeout=timeout, env=tool_env(**(env or {})))
+
+
+@contextlib.contextmanager
+def headless_chrome(binary: str):
+    """A headless Chromium driven by Selenium through Debian's /usr/bin/chromedriver, with
+    no network traffic of its own (this machine reaches no outside host)."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = binary
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--window-size=1400,1000"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
+    try:
+        yield driver
+    finally:
+        driver.quit()
 
 
 @pytest.fixture

@@ -23,11 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 
 from dlbench.optimizations import OPTIMIZATIONS
-from tests.conftest import REPO
+from tests.conftest import REPO, headless_chrome
 
 SETUP = REPO / "scripts" / "setup.sh"
 TESTS = REPO / "tests"
@@ -531,15 +529,7 @@ def test_the_browser_runs_through_its_driver(tmp_path, chromium):
     Debian's /usr/bin/chromedriver, opens a page."""
     page = tmp_path / "page.html"
     page.write_text("<title>dlbench</title><p id='text'>set up</p>")
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
-    try:
+    with headless_chrome(chromium) as driver:
         driver.get(page.as_uri())
         title, text = driver.title, driver.find_element("id", "text").text
-    finally:
-        driver.quit()
     assert (title, text) == ("dlbench", "set up")

@@ -19,7 +19,7 @@ from dlbench.measure.sampler import ProcessSampler
 LIMITS = Limits(timeout_s=5, memory_mb=4096, sample_hz=100)
 
 
-def work(jobs: list[str], paths: list[Path], start: float) -> None:
+def work(jobs: list[str], paths: list[Path], start: float, repeat: int) -> None:
     """Each job is an instruction: ok, crash, hang, hog (memory in a grandchild), sleep."""
     for job, path in zip(jobs, paths, strict=True):
         kind = job.split(":")[0]
@@ -33,7 +33,7 @@ def work(jobs: list[str], paths: list[Path], start: float) -> None:
         if kind == "sleep":
             time.sleep(float(job.split(":")[1]))
         path.write_text(json.dumps({"job": job, "status": "ok", "pid": os.getpid(),
-                                    "started": start}))
+                                    "started": start, "repeat": repeat}))
 
 
 def run(tmp_path, jobs, limits=LIMITS, repeats=1):
@@ -47,6 +47,7 @@ def test_records_in_order_from_one_child(tmp_path):
     assert [len(records[j]) for j in "abc"] == [2, 2, 2]
     first, second = {records[j][0]["pid"] for j in "abc"}, {records[j][1]["pid"] for j in "abc"}
     assert len(first) == len(second) == 1 and first != second  # one fresh child per repeat
+    assert [records["a"][r]["repeat"] for r in (0, 1)] == [0, 1]
     assert not list(tmp_path.iterdir())  # the child's files are gone
 
 
@@ -77,8 +78,8 @@ def test_sigterm_after_the_last_record_keeps_every_result(tmp_path):
     group's results. The jobs are done: they are kept, and none is a failure."""
     jobs = ["a", "b"]
 
-    def work_then_linger(jobs, paths, start):
-        work(jobs, paths, start)
+    def work_then_linger(jobs, paths, start, repeat):
+        work(jobs, paths, start, repeat)
         time.sleep(3)  # finished, not yet exited: SIGTERM arrives now
 
     def terminate_when_done():

@@ -3,14 +3,12 @@ report checked as files and in a real browser (headless Chromium)."""
 
 import pandas as pd
 import pytest
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 
 from dlbench import config, result
 from dlbench.matrix import expand_cells
 from dlbench.report.format import fmt_ms, framework_name, na
 from tests import report_html
-from tests.conftest import REPO, TINY_CONFIG, snakemake
+from tests.conftest import REPO, TINY_CONFIG, headless_chrome, snakemake
 
 pytestmark = pytest.mark.slow  # end-to-end: `pytest -m "not slow"` skips it
 
@@ -94,21 +92,13 @@ def test_report_images_decode(workflow_run):
 
 
 def test_report_renders_in_a_browser(workflow_run, chromium):
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
-    try:
+    with headless_chrome(chromium) as driver:
         driver.get((workflow_run / "report" / "report.html").as_uri())
         images = driver.execute_script(
             "return [...document.images].map(i => [i.complete, i.naturalWidth])")
         tables = driver.execute_script(
             "return [...document.querySelectorAll('table')].map(t => t.rows.length)")
         text = driver.execute_script("return document.body.innerText")
-    finally:
-        driver.quit()
     assert len(images) >= 2 and all(done and width > 100 for done, width in images)
     assert len(tables) >= 4 and all(rows >= 2 for rows in tables)
     assert "PyTorch" in text and "TensorFlow" in text

@@ -15,14 +15,15 @@ from dlbench import result, scenarios
 # which the report reads).
 _SECTIONS = {"timing": "", "memory": "", "startup": "", "utilization": "utilization_",
              "flags": "flags_", "optimization": "optimization_", "process": "process_",
-             "details": "path_"}
+             "details": "path_", "profile": "profile_"}
 _ORDER = ["scenario", "framework", "model", "device", "optimization"]
 # Per-iteration, per-process or per-attempt details, and the frameworks' own switches.
 _SKIP = {"samples_ms", "repeats", "method", "warmup_ms", "attempts", "switches"}
 
 
 def _flatten(prefix: str, values: dict) -> dict:
-    """Scalar columns from a nested section: lists of two numbers become _low/_high."""
+    """Columns from a nested section: confidence intervals (…_ci95…) become _low/_high,
+    lists of text one '; '-joined string, other lists (per-epoch series) stay lists."""
     row = {}
     for key, value in values.items():
         if key in _SKIP:
@@ -30,10 +31,12 @@ def _flatten(prefix: str, values: dict) -> dict:
         name = f"{prefix}{key}"
         if isinstance(value, dict):
             row.update(_flatten(f"{name}_", value))
-        elif isinstance(value, list) and len(value) == 2 and not isinstance(value[0], str):
+        elif isinstance(value, list) and "_ci95" in key:
             row[f"{name}_low"], row[f"{name}_high"] = value
+        elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+            row[name] = "; ".join(value)
         elif isinstance(value, list):
-            row[name] = "; ".join(map(str, value))
+            row[name] = value
         else:
             row[name] = value
     return row

@@ -2,5 +2,4 @@
 
 FRAMEWORKS = ("pytorch", "tensorflow")
 DEVICES = ("cpu", "gpu")
-SCENARIOS = ("inference",)
 FRAMEWORK_LABELS = {"pytorch": "PyTorch", "tensorflow": "TensorFlow"}

@@ -37,6 +37,7 @@ def _parser() -> argparse.ArgumentParser:
                      "expects it (checked: this dlbench measures each cell one way only)")
     for scenario in registered:
         scenario.add_input_options(run)
+        scenario.add_setting_options(run)
     out = run.add_mutually_exclusive_group(required=True)
     out.add_argument("--out", type=Path, help="the result JSON of one cell")
     out.add_argument("--out-dir", type=Path,
@@ -66,11 +67,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def _axis_value(axis: scenarios.Axis):
     def parse(text: str):
-        if axis.type is not int:
-            return text
-        if not text.isdigit() or int(text) < 1:
-            raise argparse.ArgumentTypeError(f"{text} is not a positive integer")
-        return int(text)
+        try:
+            return axis.parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
 
     parse.__name__ = axis.name
     return parse
@@ -104,7 +104,7 @@ def _run(args: argparse.Namespace, process_start: float) -> int:
     if args.out_dir is not None and (getattr(args, "reference", None) or args.failed_out):
         sys.exit("dlbench run: --reference and --failed-out name one cell's files; with "
                  "--out-dir, give --reference-dir (failed records go to ../failed)")
-    measurement = settings.from_args(args)
+    measurement = {**settings.from_args(args), **scenario.settings_from_args(args)}
     if args.out is not None:
         failed = args.failed_out or args.out.parent.parent / "failed" / args.out.name
         tasks = [run.Task(cells[0], args.out, failed, scenario.task_inputs(args, cells[0]))]
@@ -148,6 +148,22 @@ def _list() -> int:
     print("optimizations (inference):")
     for opt in OPTIMIZATIONS.values():
         print(f"  {opt.name:26} {opt.description} [{', '.join(sorted(opt.frameworks))}]")
+    from dlbench.data.pipeline import __doc__ as pipelines
+    from dlbench.models.vision import MODELS as CNNS
+    from dlbench.scenarios.training import DATASETS
+    from dlbench.training_recipes import OPTIMIZATIONS as TRAINING
+    from dlbench.training_recipes import OPTIMIZERS
+
+    print("models (training):")
+    for cnn in CNNS.values():
+        print(f"  {cnn.name:26} {cnn.description}")
+    print("optimizations (training):")
+    for opt in TRAINING.values():
+        print(f"  {opt.name:26} {opt.description} "
+              f"[{', '.join(sorted(opt.recipe.frameworks))}]")
+    print(f"data sets (training): {', '.join(DATASETS)}")
+    print(f"optimizers (training): {', '.join(OPTIMIZERS)}")
+    print("pipelines (training):" + pipelines.split(":", 1)[1].rstrip())
     print(f"frameworks: {', '.join(FRAMEWORKS)}\ndevices: {', '.join(DEVICES)}")
     return 0
 

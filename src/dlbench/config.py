@@ -70,6 +70,9 @@ def validate(config: dict, source: str = "config") -> dict:
                 if missing else "the config has no scenario section")
         raise ConfigError(f"invalid {source}:\n  - {what}; add a section named after the "
                           f"scenario ({known}) with its models, optimizations and sizes")
+    problems = [p for name in config["scenarios"] for p in scenarios.get(name).validate(config)]
+    if problems:
+        raise ConfigError(f"invalid {source}:\n" + "\n".join(f"  - {p}" for p in problems))
     return config
 
 

@@ -1,4 +1,5 @@
-"""Planted faults, for the tests of dlbench's own fault handling.
+"""Planted faults, for the tests of dlbench's own fault handling (and a starved input
+pipeline, for the tests of the bottleneck verdict).
 
 Only the environment variable DLBENCH_TEST_FAULT turns one on (no config key reaches
 this): "<kind>" for every measured cell, or "<kind>@<regex>" for the cells whose id
@@ -14,6 +15,8 @@ import time
 
 VARIABLE = "DLBENCH_TEST_FAULT"
 KINDS = ("raise", "oom", "crash", "kill", "hang")
+# A starved input pipeline: PyTorch's image decoding sleeps this many milliseconds per image.
+DECODE_DELAY_VARIABLE = "DLBENCH_TEST_DECODE_DELAY_MS"
 
 
 class PlantedFault(RuntimeError):
@@ -41,3 +44,8 @@ def inject(cell_id: str) -> None:
     if kind == "hang":
         time.sleep(10**6)
     raise ValueError(f"{VARIABLE}={spec!r}: unknown fault kind; known: {', '.join(KINDS)}")
+
+
+def decode_delay_s() -> float:
+    """The planted delay of decoding one image, in seconds (0 unless a test asks)."""
+    return float(os.environ.get(DECODE_DELAY_VARIABLE) or 0) / 1e3

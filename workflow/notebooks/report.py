@@ -25,18 +25,21 @@ df = load(summary)
 ok = timed(df)
 
 # %% [markdown]
-# # dlbench report: PyTorch vs TensorFlow inference latency
+# # dlbench report: PyTorch vs TensorFlow
 #
-# **How to read this report.** Each *cell* is one measurement: one framework running one model on
-# one device, with one batch size, one sequence length and one optimization (for example `eager`
-# or `graph`), in its own process. The headline number is the **median latency per forward pass
-# in milliseconds** over the timed loop, after warm-up; **lower is better**. The first call
-# (compilation, tracing) is excluded from it and reported separately as the start-up cost at the
-# end. A cell shown as **N/A** did not produce a timing; the brackets give the reason (for example
-# out of memory, or a sequence longer than the model supports), and the status section lists every
-# such cell with its full reason. Every cell's output is also checked against a reference (PyTorch
-# eager, fp32, CPU, the same weights and inputs): **✗** marks an answer outside the tolerance of
-# its precision, and a speed-up that came with it does not count.
+# **How to read this report.** Each *cell* is one measurement, in its own process: one
+# framework running one model on one device with one optimization (for example `eager` or
+# `graph`), in one *scenario* — inference (a forward pass, at one batch size and sequence
+# length) or training (epochs of training steps, at one batch size, data set, input pipeline
+# and optimizer) — each with a section below. The headline numbers are medians over the
+# steady state, after warm-up: the latency of a forward pass, or the time of a training step,
+# in milliseconds; **lower is better**. The first call or step (compilation, tracing, pipeline
+# start-up) is excluded and reported on its own. A cell shown as **N/A** did not produce a
+# timing; the brackets give the reason (out of memory, a sequence longer than the model
+# supports, an optimization of the other framework), and the status section lists every such
+# cell with its full reason. Every answer is checked — an inference output against PyTorch
+# eager fp32 on the same weights and inputs, a trained model's test accuracy against the other
+# framework's —: **✗** marks a wrong answer, and a speed-up that came with it does not count.
 
 # %%
 frameworks = ", ".join(framework_name(f) for f in sorted(df["framework"].dropna().unique()))

@@ -73,7 +73,8 @@ def cell_args(wildcards):
     lists its values)."""
     cells = job_cells(wildcards)
     names = cells[0].cli_args() if "cell" in wildcards.keys() else cells[0].group_cli_args(cells)
-    return " ".join(names + measurement_settings.to_args(MEASUREMENT))
+    scenario = cells[0].spec.setting_args(SETTINGS[cells[0].scenario], cells[0])
+    return " ".join(names + scenario + measurement_settings.to_args(MEASUREMENT))
 
 
 def cell_runs(wildcards):
@@ -185,6 +186,23 @@ def report_after_failure():
         )
     except Exception as error:  # the run has failed already: say why this failed too
         print(f"dlbench: no summary or report for this failed run: {error}", file=sys.stderr)
+
+
+# The training data sets that the matrix's cells read (the rule is in data.smk).
+DATASETS = sorted({cell.size("dataset") for cell in CELLS.values()
+                   if cell.unsupported_reason() is None and "data" in cell.spec.inputs(cell)})
+
+
+def dataset_args(wildcards):
+    """The data set's own options: sizes and seed, or the folder CIFAR-10 is read from
+    (checked to exist when the config was validated, and quoted)."""
+    import shlex
+
+    data = SETTINGS["data"]
+    if wildcards.dataset == "cifar10":
+        return f"--cifar10-dir={shlex.quote(data['cifar10_dir'])}"
+    return (f"--train={data['synthetic_train']} --test={data['synthetic_test']}"
+            f" --seed={data['seed']}")
 
 
 # The correctness check's shared inputs (the rules are in reference.smk): seeded weights

@@ -131,3 +131,91 @@ def ratio_heatmap(ax: Axes, grid: pd.DataFrame, ties: pd.DataFrame | None = None
     ax.set_title(f"{what}blue: PyTorch faster · red: TensorFlow faster · grey '=': a tie",
                  fontsize=10)
     return ax
+
+
+def accuracy_curves(curves: pd.DataFrame, ax: Axes) -> Axes:
+    """Test accuracy against epoch, one line per cell and seed, coloured by framework:
+    curves that lie on each other are frameworks training the same model alike."""
+    for (framework, _, _), run in curves.groupby(["framework", "cell", "seed"], sort=False):
+        ax.plot(run["epoch"], run["accuracy"], marker="o", markersize=3, alpha=0.7,
+                color=COLORS.get(framework), label=framework)
+    handles, labels = ax.get_legend_handles_labels()
+    unique = dict(zip(labels, handles, strict=True))
+    ax.legend(unique.values(), unique.keys(), frameon=False)
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("test accuracy")
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.0%}"))
+    ax.set_xticks(sorted(curves["epoch"].unique()))
+    ax.grid(True, alpha=0.3)
+    return ax
+
+
+def step_distribution(trained: pd.DataFrame, ax: Axes) -> Axes:
+    """Each cell's step times as a box: quartiles, median, whiskers from the fastest step to
+    the 99th percentile (from the summary's percentiles)."""
+    stats = [{"label": cell, "med": r["median_ms"], "whislo": r["min_ms"],
+              "whishi": r["p99_ms"], "fliers": [],
+              # Quartiles were recorded from dlbench 0.2 on: older cells get a flat box.
+              "q1": r.get("p25_ms", r["median_ms"]), "q3": r.get("p75_ms", r["median_ms"])}
+             for cell, r in trained.set_index("cell_id").iterrows()]
+    boxes = ax.bxp(stats, orientation="horizontal", patch_artist=True, showfliers=False)
+    for box, framework in zip(boxes["boxes"], trained["framework"], strict=True):
+        box.set_facecolor(COLORS.get(framework_name(framework), "lightgrey"))
+    ax.set_xlabel("time per training step (ms)")
+    ax.grid(True, axis="x", alpha=0.3)
+    return ax
+
+
+PART_COLORS = {"waiting for data": "tab:red", "copy to device": "tab:purple",
+               "forward + backward": "tab:grey", "optimizer step": "tab:olive",
+               "step (not split)": "tab:brown", "rest": "lightgrey"}
+
+
+def step_parts(parts: pd.DataFrame, ax: Axes) -> Axes:
+    """Stacked bars per cell: the mean time per step in each of its parts, waiting for
+    the next batch first (dlbench.analysis.training.step_parts)."""
+    columns = [c for c in parts if c != "cell"]
+    parts.set_index("cell")[columns].plot.barh(
+        stacked=True, ax=ax, color=[PART_COLORS.get(c, "tab:blue") for c in columns])
+    ax.set_xlabel("mean time per training step (ms)")
+    ax.set_ylabel("")
+    ax.legend(frameon=False)
+    return ax
+
+
+# The parts of a transformer's training step (dlbench.analysis.train_step.bars).
+STEP_SHARE_COLORS = {"forward + loss + backward": "#9ecae1", "optimizer step": "tab:red",
+                     "whole step (not separable)": "#cccccc"}
+
+
+def optimizer_share_size(bars: pd.DataFrame) -> tuple[float, float]:
+    """A figure size (inches) that fits the bars of one shape."""
+    return 9.0, 0.45 * len(bars) + 1.4
+
+
+def optimizer_share(ax: Axes, bars: pd.DataFrame, title: str = "") -> Axes:
+    """Horizontal bars, one per cell: forward + loss + backward, then the optimizer step
+    stacked on it and labelled with its share of the step; a step that is not separable is
+    one grey bar of its whole time."""
+    y = np.arange(len(bars))
+    separable = bars["optimizer_ms"].notna().to_numpy()
+    forward = bars["forward_backward_ms"].fillna(0).to_numpy(dtype=float)
+    optimizer = bars["optimizer_ms"].fillna(0).to_numpy(dtype=float)
+    whole = np.where(separable, 0.0, bars["step_ms"].to_numpy(dtype=float))
+    names = list(STEP_SHARE_COLORS)
+    ax.barh(y, forward, color=STEP_SHARE_COLORS[names[0]], label=names[0])
+    ax.barh(y, optimizer, left=forward, color=STEP_SHARE_COLORS[names[1]], label=names[1])
+    if not separable.all():
+        ax.barh(y, whole, color=STEP_SHARE_COLORS[names[2]], hatch="//", label=names[2])
+    for i in np.flatnonzero(separable):
+        share = bars["optimizer_share"].iloc[i]
+        ax.text(forward[i] + optimizer[i], i, f" {share:.0%}", va="center", fontsize=8)
+    ax.set_yticks(y, bars["label"])
+    ax.invert_yaxis()  # the first cell on top
+    ax.set_xlabel("median time per step (ms)")
+    ax.margins(x=0.12)
+    ax.legend(loc="lower right", fontsize=8, frameon=False)
+    if title:
+        ax.set_title(title, fontsize=11)
+    sns.despine(ax=ax)
+    return ax

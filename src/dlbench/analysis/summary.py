@@ -7,12 +7,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dlbench.axes import SCENARIOS
+from dlbench import scenarios as registry
 
 # Summaries written before scenarios existed hold inference cells only.
 DEFAULT_SCENARIO = "inference"
-# An optimization's speed-up is over the eager cell with these same values.
-BASELINE_KEYS = ["scenario", "framework", "model", "device", "batch", "seqlen"]
+# An optimization's speed-up is over the eager cell with these same values and the same
+# sizes (the scenario's axes).
+BASELINE_KEYS = ["scenario", "framework", "model", "device"]
 # Columns the analysis reads, and their value where an older summary lacks them.
 _NUMBERS = ["median_ms", "prepare_s", "cold_start_s", "compile_s", "correctness_max_abs_error",
             "correctness_max_rel_error", "correctness_tolerance", "median_ci95_ms_low",
@@ -34,6 +35,7 @@ def derive(summary: pd.DataFrame) -> pd.DataFrame:
     timed         status ok with a median: the cell has a timing
     checked       the output was compared with a reference
     wrong_answer  checked, and outside its precision's tolerance (unchecked: not wrong)
+    profiled      measured under a profiler (not compared with cells that were not)
     eager_ms      the median of the same cell in its framework's eager, for timed cells
     speedup       eager_ms / median_ms: above 1, faster than eager
     """
@@ -52,14 +54,20 @@ def derive(summary: pd.DataFrame) -> pd.DataFrame:
         frame["optimization"], frame.get("optimization_precision", frame["optimization"]),
         strict=True)]
     frame["timed"] = frame["status"].eq("ok") & frame["median_ms"].notna()
+    # Measured under a profiler: its timing is not compared with unprofiled cells.
+    frame["profiled"] = frame["profile_status"].notna() if "profile_status" in frame \
+        else False
     frame["checked"] = frame["correctness_within_tolerance"].notna()
     frame["wrong_answer"] = [v is not None and not pd.isna(v) and not bool(v)
                              for v in frame["correctness_within_tolerance"]]
-    eager = frame[frame["timed"] & frame["optimization"].eq("eager")]
-    eager = eager.set_index(BASELINE_KEYS)["median_ms"]
-    eager = eager[~eager.index.duplicated(keep=False)]  # an ambiguous baseline is none
-    frame["eager_ms"] = frame.join(eager.rename("eager_ms"), on=BASELINE_KEYS)["eager_ms"]
-    frame["eager_ms"] = frame["eager_ms"].where(frame["timed"])
+    frame["eager_ms"] = np.nan
+    for scenario, cells in frame.groupby("scenario"):
+        keys = BASELINE_KEYS + [a for a in axes(scenario) if a in cells]
+        eager = cells[cells["timed"] & cells["optimization"].eq("eager") & ~cells["profiled"]]
+        eager = eager.set_index(keys)["median_ms"]
+        eager = eager[~eager.index.duplicated(keep=False)]  # an ambiguous baseline is none
+        joined = cells.join(eager.rename("baseline"), on=keys)["baseline"]
+        frame.loc[cells.index, "eager_ms"] = joined.where(cells["timed"] & ~cells["profiled"])
     frame["speedup"] = frame["eager_ms"] / frame["median_ms"]
     return frame
 
@@ -86,10 +94,16 @@ def several_devices(frame: pd.DataFrame) -> bool:
     return frame["device"].nunique() > 1
 
 
+def axes(scenario: str) -> list[str]:
+    """The size columns of a scenario (none known for one that is not registered here)."""
+    known = registry.scenarios()
+    return [axis.name for axis in known[scenario].axes] if scenario in known else []
+
+
 def scenarios(frame: pd.DataFrame) -> list[str]:
-    """The scenarios present: the known ones in their fixed order, then the others sorted."""
-    present = set(frame["scenario"])
-    return [s for s in SCENARIOS if s in present] + sorted(present - set(SCENARIOS))
+    """The scenarios present: the registered ones in their order, then the others sorted."""
+    present, known = set(frame["scenario"]), list(registry.scenarios())
+    return [s for s in known if s in present] + sorted(present - set(known))
 
 
 def of_scenario(frame: pd.DataFrame, scenario: str) -> pd.DataFrame:

@@ -62,7 +62,8 @@ def run(tasks: list[Task], settings: dict, process_start: float) -> int:
         return 0
     device = measurable[0].cell.device
     limits = Limits(settings["timeout_s"], memory_limit_mb(settings["max_host_memory_gib"]),
-                    settings["sample_hz"], gpu=device == "gpu")
+                    settings["sample_hz"], gpu=device == "gpu",
+                    profile=settings.get("profile", False))
     with devices.exclusive(device) as waited:
         lock = {"acquired_at": result.now()}
         finals, failures = _measure(measurable, settings, limits, process_start)

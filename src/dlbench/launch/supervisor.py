@@ -20,6 +20,7 @@ from typing import NamedTuple
 import psutil
 
 from dlbench import result
+from dlbench.launch.profiler import Watch
 from dlbench.measure.sampler import GpuSampler, ProcessSampler
 
 GUARD_HZ = 10  # how often the memory guard and the time limit are checked
@@ -31,6 +32,7 @@ class Limits:
     memory_mb: float  # the child's process tree
     sample_hz: float  # memory sampling (0: only the guard, at GUARD_HZ)
     gpu: bool = False  # also sample the GPU (NVML)
+    profile: bool = False  # record a flame graph of each job's timed loop (profiler.py)
 
 
 class Failure(NamedTuple):
@@ -42,8 +44,8 @@ class Failure(NamedTuple):
 
 
 # The work of a child: (its jobs, the record path of each, the Unix time its cost starts
-# from). It writes each job's record to its path, in order.
-Work = Callable[[list, list[Path], float], None]
+# from, the repeat: 0, 1, …). It writes each job's record to its path, in order.
+Work = Callable[[list, list[Path], float, int], None]
 Annotate = Callable[[dict, ProcessSampler, GpuSampler | None], dict]
 
 
@@ -61,12 +63,13 @@ def run_jobs(jobs: Sequence[Hashable], work: Work, record_path: Callable[[Hashab
     failures: dict = {}
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        for _ in range(repeats):
+        for repeat in range(repeats):
             # An error or unsupported job does not get better by repeating.
             pending = [job for job in jobs if job not in failures
                        and all(r["status"] == "ok" for r in records[job])]
             while pending:
-                done, failure = run_child(pending, work, record_path, limits, start, annotate)
+                done, failure = run_child(pending, work, record_path, limits, start, annotate,
+                                          repeat)
                 start = time.time()  # later children's cost starts when they are started
                 for job, record in zip(pending, done, strict=False):
                     records[job].append(record)
@@ -95,18 +98,23 @@ def _stopped(jobs, records: dict, failures: dict, repeats: int, failure: Failure
 
 
 def run_child(jobs: list, work: Work, record_path: Callable[[Hashable], Path], limits: Limits,
-              start: float, annotate: Annotate) -> tuple[list[dict], Failure | None]:
+              start: float, annotate: Annotate,
+              repeat: int = 0) -> tuple[list[dict], Failure | None]:
     """The records of the jobs one child finished, in order, and the failure of the job
     after them if the child could not go on."""
     paths = [_child_path(record_path(job)) for job in jobs]
+    # Not daemonic: the child must be able to start processes of its own (input-pipeline
+    # workers, compile workers). The supervisor kills or joins it on every path.
     child = multiprocessing.get_context("fork").Process(
-        target=_child_main, args=(work, jobs, paths, start), daemon=True)
+        target=_child_main, args=(work, jobs, paths, start, repeat))
     child.start()
     # The CPU and machine counters at the guard's rate (10 Hz), memory at sample_hz.
     sampler = ProcessSampler(child.pid, load_every=_guard_every(limits))
     gpu = GpuSampler.open(child.pid) if limits.gpu else None
+    watch = Watch(child.pid, [record_path(job) for job in jobs], paths) if limits.profile \
+        else None
     try:
-        failure = _supervise(child, sampler, gpu, limits, paths)
+        failure = _supervise(child, sampler, gpu, limits, paths, watch)
     except _Stopped as stop:
         _kill(child)
         failure = Failure("error", str(stop), stops_run=True)
@@ -117,11 +125,16 @@ def run_child(jobs: list, work: Work, record_path: Callable[[Hashable], Path], l
         sampler.close()
         if gpu:
             gpu.close()
+        profiles = watch.close() if watch else {}
     done = []
-    for path in paths:
+    for index, path in enumerate(paths):
         if not path.exists():
             break
-        done.append(annotate(result.read_json(path), sampler, gpu))
+        record = result.read_json(path)
+        if watch:
+            record["profile"] = profiles.get(index, {
+                "status": "failed", "reason": "no timed loop was marked: nothing to profile"})
+        done.append(annotate(record, sampler, gpu))
     for path in paths:
         path.unlink(missing_ok=True)
     if failure is None and len(done) < len(jobs):
@@ -129,12 +142,12 @@ def run_child(jobs: list, work: Work, record_path: Callable[[Hashable], Path], l
     return done, failure
 
 
-def _child_main(work: Work, jobs: list, paths: list[Path], start: float) -> None:
+def _child_main(work: Work, jobs: list, paths: list[Path], start: float, repeat: int) -> None:
     # Ctrl-C reaches the whole process group; the supervisor alone handles it, so that
     # the child's death is never mistaken for a crash of the job.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    work(jobs, paths, start)
+    work(jobs, paths, start, repeat)
     os._exit(0)  # no interpreter teardown: frameworks can hang or crash in it
 
 
@@ -152,7 +165,7 @@ def _on_sigterm(signum, frame):
 
 
 def _supervise(child, sampler: ProcessSampler, gpu: GpuSampler | None, limits: Limits,
-               paths: list[Path]) -> Failure | None:
+               paths: list[Path], watch: Watch | None) -> Failure | None:
     """Wait for the child, sampling it; the failure of the job it was on if it had to be
     stopped, else None. The time limit applies to each job: it restarts whenever the child
     has written a job's record.
@@ -174,6 +187,8 @@ def _supervise(child, sampler: ProcessSampler, gpu: GpuSampler | None, limits: L
             continue
         if gpu:
             gpu.sample(sampler.pids)
+        if watch:
+            watch.poll()
         if len(paths) > 1 and (now_finished := sum(p.exists() for p in paths)) > finished:
             deadline, finished = time.monotonic() + limits.timeout_s, now_finished
         # The tree's memory as the sampler last saw it (its children are looked for once

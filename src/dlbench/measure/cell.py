@@ -5,17 +5,21 @@ import gc
 import os
 import time
 import traceback
+from functools import partial
 from pathlib import Path
 
 from dlbench import env, faults, result
+from dlbench.launch import profiler
 from dlbench.measure.memory import PhaseMemory, rss_mb
 from dlbench.measure.timing import PhaseClock
 from dlbench.record import new_record
 
 
-def measure_cells(tasks: list, paths: list[Path], start: float, settings: dict) -> None:
+def measure_cells(tasks: list, paths: list[Path], start: float, repeat: int,
+                  settings: dict) -> None:
     """Runs in the measuring child (the supervisor's work). tasks: dlbench.launch.run.Task;
-    start: when the cost of the first cell starts (the process's start)."""
+    start: when the cost of the first cell starts (the process's start); repeat: which of
+    the cells' fresh processes this is (training seeds each one differently)."""
     # Thread pools read these when the framework loads; Snakemake's values must not win.
     for name in env.THREAD_VARIABLES:
         os.environ[name] = str(settings["threads"])
@@ -23,13 +27,21 @@ def measure_cells(tasks: list, paths: list[Path], start: float, settings: dict) 
     for position, (task, path) in enumerate(zip(tasks, paths, strict=True)):
         record = new_record(task.cell, task.settings(settings), started=start)
         record["process"] = {"cells": len(tasks), "position": position}
-        clock = PhaseClock(start)
+        # Under a profiler (the supervisor's), tell it where the timed loop starts and ends.
+        on_mark = partial(_signal_phase, path) if settings.get("profile") else None
+        clock = PhaseClock(start, on_mark=on_mark)
         record["startup"] = clock.marks
-        backend, measured = _measure(task, settings, clock, backend)
+        backend, measured = _measure(task, {**settings, "repeat": repeat}, clock, backend)
         record.update(measured)
         record["finished_at"] = result.now()
         result.write_json_atomic(path, record)  # validated and completed by the supervisor
         start = time.time()
+
+
+def _signal_phase(record: Path, phase: str) -> None:
+    """Tell the supervisor that the timed loop starts or ends (its profiler waits for it)."""
+    if phase in (profiler.LOOP_START, profiler.LOOP_END):
+        profiler.marker(record, phase).touch()
 
 
 def _measure(task, settings: dict, clock: PhaseClock, backend) -> tuple[object, dict]:

@@ -33,10 +33,27 @@ def _system_counters(fd: int) -> tuple[int, int, int]:
 class Sample:
     time: float  # wall clock (time.time), to line up with the child's phase marks
     rss_mb: float
-    cpu_s: float  # CPU time the process has used (user + system)
+    cpu_s: float  # CPU time the process tree has used (user + system)
     busy: int
     steal: int
     total: int
+    main_cpu_s: float = 0.0  # of it, the measured process itself (not its workers)
+    read_bytes: int = 0  # bytes the tree's processes had read from storage
+    processes: int = 1
+
+
+@dataclass
+class _Proc:
+    """The kept-open /proc files of one process of the tree."""
+
+    statm: int
+    stat: int
+    io: int | None  # /proc/<pid>/io, where readable
+
+    def close(self) -> None:
+        for fd in (self.statm, self.stat, self.io):
+            if fd is not None:
+                os.close(fd)
 
 
 @dataclass
@@ -47,7 +64,7 @@ class ProcessSampler:
     samples: list[Sample] = field(default_factory=list)  # with CPU and machine counters
 
     def __post_init__(self):
-        self._procs: dict[int, tuple[int, int]] = {}  # pid → its statm and stat files
+        self._procs: dict[int, _Proc] = {}
         try:
             self._system = os.open("/proc/stat", os.O_RDONLY)
         except OSError:
@@ -60,9 +77,15 @@ class ProcessSampler:
         except OSError:
             return  # ended already
         try:
-            self._procs[pid] = (statm, os.open(f"/proc/{pid}/stat", os.O_RDONLY))
+            stat = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
         except OSError:
             os.close(statm)
+            return
+        try:
+            io = os.open(f"/proc/{pid}/io", os.O_RDONLY)
+        except OSError:
+            io = None  # another user's process, or no I/O accounting
+        self._procs[pid] = _Proc(statm, stat, io)
 
     def refresh_tree(self) -> None:
         """Follow the tree: open the processes started since, close those that ended."""
@@ -71,8 +94,7 @@ class ProcessSampler:
         except psutil.Error:
             pids = set()
         for pid in set(self._procs) - pids:
-            for fd in self._procs.pop(pid):
-                os.close(fd)
+            self._procs.pop(pid).close()
         for pid in pids - set(self._procs):
             self._open(pid)
 
@@ -84,25 +106,32 @@ class ProcessSampler:
     def tree_rss_mb(self) -> float:
         """The resident memory of the tree now."""
         total = 0
-        for statm, _ in list(self._procs.values()):
+        for proc in list(self._procs.values()):
             try:
-                total += int(os.pread(statm, 128, 0).split()[1])
+                total += int(os.pread(proc.statm, 128, 0).split()[1])
             except (OSError, IndexError, ValueError):
                 pass  # the process has just ended
         return total * _PAGE_MB
 
-    def _tree_cpu_s(self) -> float:
-        """CPU time of the tree (user + system), with the children the root has waited for."""
-        total = 0
-        for pid, (_, stat) in list(self._procs.items()):
+    def _tree_counters(self) -> tuple[float, float, int]:
+        """CPU time of the tree (user + system; with the children the root has waited for),
+        of the root alone, and the bytes the tree's processes read from storage."""
+        tree = main = read = 0
+        for pid, proc in list(self._procs.items()):
             try:
-                fields = os.pread(stat, 1024, 0).rsplit(b")", 1)[1].split()
-            except (OSError, IndexError):
-                continue
-            total += int(fields[11]) + int(fields[12])
-            if pid == self.pid:  # cutime + cstime: ended workers it reaped
-                total += int(fields[13]) + int(fields[14])
-        return total / _TICK
+                fields = os.pread(proc.stat, 1024, 0).rsplit(b")", 1)[1].split()
+                own = int(fields[11]) + int(fields[12])
+                tree += own
+                if pid == self.pid:  # cutime + cstime: ended workers it reaped
+                    main = own
+                    tree += int(fields[13]) + int(fields[14])
+                if proc.io is not None:
+                    for line in os.pread(proc.io, 512, 0).splitlines():
+                        if line.startswith(b"read_bytes:"):
+                            read += int(line.split()[1])
+            except (OSError, IndexError, ValueError):
+                continue  # the process has just ended
+        return tree / _TICK, main / _TICK, read
 
     def sample(self) -> None:
         if not self._procs:
@@ -113,8 +142,10 @@ class ProcessSampler:
         if (len(self.memory) - 1) % self.load_every or self._system is None:
             return  # the counters: every n-th sample
         try:
-            self.samples.append(Sample(now, rss_mb, self._tree_cpu_s(),
-                                       *_system_counters(self._system)))
+            tree, main, read = self._tree_counters()
+            self.samples.append(Sample(now, rss_mb, tree, *_system_counters(self._system),
+                                       main_cpu_s=main, read_bytes=read,
+                                       processes=len(self._procs)))
         except (OSError, ValueError):
             pass
 
@@ -148,12 +179,17 @@ class ProcessSampler:
             "other_load_cores": round(max(busy_cores - process_cores, 0.0), 3),
             "steal_fraction": round((last.steal - first.steal) / total, 4),
             "logical_cpus": cpus,
+            # Of the tree's CPU, the measured process itself (its workers: the rest).
+            "main_process_cpu_cores_mean": round(
+                (last.main_cpu_s - first.main_cpu_s) / seconds if seconds > 0 else 0.0, 3),
+            "processes_max": max(s.processes for s in inside),
+            "disk_read_mb_per_s": round(max(last.read_bytes - first.read_bytes, 0) / 2**20
+                                        / seconds, 3) if seconds > 0 else 0.0,
         }
 
     def close(self) -> None:
-        for fds in self._procs.values():
-            for fd in fds:
-                os.close(fd)
+        for proc in self._procs.values():
+            proc.close()
         self._procs = {}
         if self._system is not None:
             os.close(self._system)

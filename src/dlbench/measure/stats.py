@@ -24,7 +24,9 @@ def summarize(samples_ms: list[float]) -> dict[str, float | list[float]]:
     return {
         "median_ms": float(median),
         "mean_ms": float(x.mean()),
+        "p25_ms": float(q25),
         "p50_ms": float(median),
+        "p75_ms": float(q75),
         "p90_ms": float(p90),
         "p95_ms": float(p95),
         "p99_ms": float(p99),

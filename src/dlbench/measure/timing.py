@@ -166,6 +166,7 @@ def steady_state_and_output(step: Callable[[], object], synchronize: Callable[[]
     clock.mark("first_timed_iteration_s")
     stopping = Stopping.from_settings(settings)
     loop = timed_loop(step, synchronize, stopping, device_timer)
+    clock.mark("timed_loop_end_s")
     if memory:
         memory.end("steady")
     samples, device = loop.host, loop.device
@@ -182,13 +183,18 @@ def steady_state_and_output(step: Callable[[], object], synchronize: Callable[[]
 
 
 class PhaseClock:
-    """Seconds since the process started, marked at the phases of a cell; and, where the
-    measuring process keeps them, the memory peaks of those phases."""
+    """Seconds since the process started, marked at the phases of a cell; `on_mark` is
+    told of each phase as it is reached (the supervisor's profiler watches for them); and,
+    where the measuring process keeps them, the memory peaks of those phases."""
 
-    def __init__(self, process_start: float, memory: "PhaseMemory | None" = None):
+    def __init__(self, process_start: float, on_mark: Callable[[str], None] | None = None,
+                 memory: "PhaseMemory | None" = None):
         self.process_start = process_start
         self.marks: dict[str, float] = {}
+        self.on_mark = on_mark
         self.memory = memory
 
     def mark(self, phase: str) -> None:
         self.marks[phase] = round(time.time() - self.process_start, 4)
+        if self.on_mark:
+            self.on_mark(phase)

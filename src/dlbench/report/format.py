@@ -58,3 +58,12 @@ def blank_repeats(frame: pd.DataFrame, column: str) -> pd.DataFrame:
     values = frame[column].astype(object)
     frame[column] = values.where(values.ne(values.shift()), "")
     return frame
+
+
+def file_link(path: str, label: str = "flame graph") -> str:
+    """An HTML link from report/report.html to a file the run wrote (a relative path is
+    the workflow's, beside report/); text that is not a file's path stays as it is."""
+    if not str(path).endswith((".svg", ".json", ".log")):
+        return str(path)
+    href = path if str(path).startswith("/") else f"../{path}"
+    return f'<a href="{href}">{label}</a>'

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from dlbench.matrix import Cell
 
 PLUGINS_VARIABLE = "DLBENCH_PLUGINS"
-BUILT_IN = ("inference",)
+BUILT_IN = ("inference", "training", "train_step")
 
 
 @dataclass(frozen=True)
@@ -39,11 +39,29 @@ class Axis:
     id_prefix: str  # how a value reads in a cell id: "b" → b8
     description: str
     type: type = int
+    choices: tuple[str, ...] = ()  # the values allowed (text axes) …
+    pattern: str = "^[a-z0-9-]+$"  # … or the form they must have
 
     def schema(self) -> dict:
         if self.type is int:
             return {"type": "integer", "minimum": 1}
-        return {"type": "string", "pattern": "^[a-z0-9-]+$"}
+        if self.choices:
+            return {"type": "string", "enum": list(self.choices)}
+        return {"type": "string", "pattern": self.pattern}
+
+    def parse(self, text: str) -> int | str:
+        """A value from the command line, checked as the config checks it."""
+        import re
+
+        if self.type is int:
+            if not text.isdigit() or int(text) < 1:
+                raise ValueError(f"{text} is not a positive integer")
+            return int(text)
+        if self.choices and text not in self.choices:
+            raise ValueError(f"{text!r} is not one of {', '.join(self.choices)}")
+        if not self.choices and not re.match(self.pattern, text):
+            raise ValueError(f"{text!r} does not have the form {self.pattern}")
+        return text
 
 
 class Scenario:
@@ -69,6 +87,26 @@ class Scenario:
 
     # -- the matrix ------------------------------------------------------------------------
 
+    def settings_schema(self) -> dict:
+        """JSON-schema properties (with defaults) of the section's keys that are settings of
+        every cell rather than axes (training: epochs, learning rates, …)."""
+        return {}
+
+    def setting_args(self, section: dict, cell: "Cell") -> list[str]:
+        """`dlbench run` options carrying the section's settings to one cell's job."""
+        return []
+
+    def add_setting_options(self, parser) -> None:
+        """Add the options that `setting_args` writes to `dlbench run`."""
+
+    def settings_from_args(self, args) -> dict:
+        """The cell settings from `dlbench run`'s options (recorded with each cell)."""
+        return {}
+
+    def validate(self, config: dict) -> list[str]:
+        """Problems of a validated config that its schema cannot see (a missing folder)."""
+        return []
+
     def config_schema(self) -> dict:
         """The JSON schema of this scenario's config section."""
         properties = {
@@ -80,8 +118,10 @@ class Scenario:
             properties[axis.config_key] = {"description": axis.description, "type": "array",
                                            "minItems": 1, "uniqueItems": True,
                                            "items": axis.schema()}
+        required = list(properties)
+        properties.update(self.settings_schema())
         return {"description": self.description, "type": "object",
-                "additionalProperties": False, "required": list(properties),
+                "additionalProperties": False, "required": required,
                 "properties": properties}
 
     def cells(self, section: dict, frameworks: list[str], devices: list[str]) -> list["Cell"]:

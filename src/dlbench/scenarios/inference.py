@@ -29,6 +29,36 @@ TRANSFORMERS_LINE = "4.57"
 FIRST_ORDINARY_TOKEN = 16
 
 
+# Result-schema sections that the scenarios of the registry's models share.
+THROUGHPUT_SCHEMA = {
+    "type": ["object", "null"],
+    "required": ["samples_per_s", "tokens_per_s"],
+    "properties": {
+        "samples_per_s": {"type": "number", "exclusiveMinimum": 0},
+        "tokens_per_s": {"type": "number", "exclusiveMinimum": 0},
+    },
+}
+CORRECTNESS_SCHEMA = {
+    "type": ["object", "null"],
+    "description": "the output against the reference (PyTorch eager fp32 on the CPU); null "
+                   "where no reference was given",
+    "required": ["reference", "precision", "finite", "max_abs_error", "max_rel_error",
+                 "tolerance", "within_tolerance"],
+    "properties": {
+        "reference": {"type": "string"},
+        "reference_file": {"type": "string"},
+        "precision": {"enum": list(PRECISIONS)},
+        "finite": {"type": "boolean"},
+        "max_abs_error": {"type": ["number", "null"], "minimum": 0},
+        "max_rel_error": {"type": ["number", "null"], "minimum": 0,
+                          "description": "max |output - reference| / max |reference|"},
+        "reference_max_abs": {"type": "number", "minimum": 0},
+        "tolerance": {"type": "number", "exclusiveMinimum": 0},
+        "within_tolerance": {"type": "boolean"},
+    },
+}
+
+
 def token_ids(spec: ModelSpec, batch: int, seqlen: int, seed: int) -> "np.ndarray":
     """The same random, ordinary (non-special) token ids for every framework."""
     import numpy as np
@@ -46,6 +76,29 @@ def prepare(ops, model, inputs: dict, optimization: Optimization):
     step = ops.recipes["eager"](model, inputs, optimization)
     factor = recipe.perturb
     return lambda: step() * factor
+
+
+def transformer_problem(cell: "Cell", precision: str) -> str | None:
+    """Why a cell of a registry model cannot apply whatever its recipe (None if it can):
+    no class in the cell's framework, a reduced precision that TensorFlow's class cannot
+    run in, a sequence longer than the model's positions. Any scenario of these models
+    (the `seqlen` axis) shares these rules."""
+    spec = get_model(cell.model)
+    if spec.classes.class_name(cell.framework) is None:
+        return (
+            f"transformers {TRANSFORMERS_LINE} has no {FRAMEWORK_LABELS[cell.framework]} "
+            f"class for {cell.model} ({spec.family})"
+        )
+    no_mixed = spec.classes.tensorflow_no_mixed_precision
+    if cell.framework == "tensorflow" and precision != "fp32" and no_mixed:
+        return f"optimization '{cell.optimization}' on {cell.model}: {no_mixed}"
+    seqlen = cell.size("seqlen")
+    if spec.max_positions is not None and seqlen > spec.max_positions:
+        return (
+            f"sequence length {seqlen} exceeds {cell.model}'s maximum of "
+            f"{spec.max_positions} positions"
+        )
+    return None
 
 
 class Inference(Scenario):
@@ -72,25 +125,8 @@ class Inference(Scenario):
 
     def unsupported_reason(self, cell: "Cell") -> str | None:
         optimization = OPTIMIZATIONS[cell.optimization]
-        reason = optimization.unsupported_reason(cell.framework, cell.device)
-        if reason:
-            return reason
-        spec = get_model(cell.model)
-        if spec.classes.class_name(cell.framework) is None:
-            return (
-                f"transformers {TRANSFORMERS_LINE} has no {FRAMEWORK_LABELS[cell.framework]} "
-                f"class for {cell.model} ({spec.family})"
-            )
-        no_mixed = spec.classes.tensorflow_no_mixed_precision
-        if cell.framework == "tensorflow" and optimization.precision.name != "fp32" and no_mixed:
-            return f"optimization '{cell.optimization}' on {cell.model}: {no_mixed}"
-        seqlen = cell.size("seqlen")
-        if spec.max_positions is not None and seqlen > spec.max_positions:
-            return (
-                f"sequence length {seqlen} exceeds {cell.model}'s maximum of "
-                f"{spec.max_positions} positions"
-            )
-        return None
+        return (optimization.unsupported_reason(cell.framework, cell.device)
+                or transformer_problem(cell, optimization.precision.name))
 
     def protocol(self, cell: "Cell") -> int:
         """2 where dlbench after v1 measures differently: PyTorch's torchscript and compile
@@ -119,15 +155,15 @@ class Inference(Scenario):
 
     def add_input_options(self, parser) -> None:
         parser.add_argument("--weights", type=Path,
-                            help="inference: shared weights (model.safetensors from "
-                            "dlbench.reference); default: random from the seed")
+                            help="inference, train_step: shared weights (model.safetensors "
+                            "from dlbench.reference); default: random from the seed")
         references = parser.add_mutually_exclusive_group()
         references.add_argument("--reference", type=Path,
-                                help="inference: reference output (.npz from dlbench.reference) "
-                                "of one cell")
+                                help="inference, train_step: reference output (.npz from "
+                                "dlbench.reference) of one cell")
         references.add_argument("--reference-dir", type=Path,
-                                help="inference: the folder of the model's reference outputs "
-                                "(b<B>_s<S>.npz)")
+                                help="inference, train_step: the folder of the model's "
+                                "reference outputs (b<B>_s<S>.npz)")
 
     def task_inputs(self, args, cell: "Cell") -> dict[str, str | None]:
         output = args.reference
@@ -218,34 +254,8 @@ class Inference(Scenario):
     def result_schema(self) -> dict:
         schema = super().result_schema()
         schema["properties"] = {
-            "throughput": {
-                "type": ["object", "null"],
-                "required": ["samples_per_s", "tokens_per_s"],
-                "properties": {
-                    "samples_per_s": {"type": "number", "exclusiveMinimum": 0},
-                    "tokens_per_s": {"type": "number", "exclusiveMinimum": 0},
-                },
-            },
-            "correctness": {
-                "type": ["object", "null"],
-                "description": "the output against the reference (PyTorch eager fp32 on the "
-                               "CPU); null where no reference was given",
-                "required": ["reference", "precision", "finite", "max_abs_error",
-                             "max_rel_error", "tolerance", "within_tolerance"],
-                "properties": {
-                    "reference": {"type": "string"},
-                    "reference_file": {"type": "string"},
-                    "precision": {"enum": list(PRECISIONS)},
-                    "finite": {"type": "boolean"},
-                    "max_abs_error": {"type": ["number", "null"], "minimum": 0},
-                    "max_rel_error": {"type": ["number", "null"], "minimum": 0,
-                                      "description": "max |output - reference| / "
-                                                     "max |reference|"},
-                    "reference_max_abs": {"type": "number", "minimum": 0},
-                    "tolerance": {"type": "number", "exclusiveMinimum": 0},
-                    "within_tolerance": {"type": "boolean"},
-                },
-            },
+            "throughput": THROUGHPUT_SCHEMA,
+            "correctness": CORRECTNESS_SCHEMA,
             "arithmetic": {
                 "type": "object",
                 "description": "how float32 matrix products were computed: TF32 allowed or "

@@ -4,6 +4,8 @@ modules beside this one."""
 
 import os
 import re
+import shutil
+import tempfile
 
 # transformers 4.x imports TensorFlow too when it finds it: seconds and ~500 MB per cell.
 os.environ.setdefault("USE_TF", "0")
@@ -127,6 +129,38 @@ class _CudaEvents:
 
     def elapsed_ms(self) -> float:
         return self._start.elapsed_time(self._end)
+
+
+class InductorCaches:
+    """A fresh Inductor cache for each compiled cell, so that its first call pays a cold
+    compilation, the same in every run; `release` removes them and puts the environment
+    back as the cell found it."""
+
+    def __init__(self):
+        self._folders: list[str] = []
+        self._saved: dict[str, str | None] = {}
+
+    def fresh(self) -> None:
+        folder = tempfile.mkdtemp(prefix="dlbench-inductor-")
+        self._folders.append(folder)
+        for name, value in (("TORCHINDUCTOR_CACHE_DIR", folder),
+                            ("TRITON_CACHE_DIR", os.path.join(folder, "triton"))):
+            self._saved.setdefault(name, os.environ.get(name))
+            os.environ[name] = value
+
+    def release(self) -> None:
+        """Forget compiled graphs (the next cell compiles afresh, not as a recompilation
+        with dynamic shapes), remove the caches, restore the environment."""
+        torch.compiler.reset()
+        for folder in self._folders:
+            shutil.rmtree(folder, ignore_errors=True)
+        self._folders.clear()
+        for name, value in self._saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        self._saved.clear()
 
 
 def make_backend(device: str, threads: int, interop_threads: int) -> PyTorchBackend:

@@ -12,7 +12,6 @@ eager) applies the mask in every recipe, as its TensorFlow classes do.
 
 import contextlib
 import os
-import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -21,7 +20,7 @@ import numpy as np
 import torch
 import transformers
 
-from dlbench.frameworks.pytorch import PyTorchBackend
+from dlbench.frameworks.pytorch import InductorCaches, PyTorchBackend
 from dlbench.models import ModelSpec
 from dlbench.optimizations import Optimization
 
@@ -41,8 +40,7 @@ class PyTorchInference:
     def __init__(self, backend: PyTorchBackend):
         self.backend = backend
         self.device = backend.device
-        self._temporary: list[str] = []
-        self._saved_env: dict[str, str | None] = {}
+        self.caches = InductorCaches()
         self._undo: list = []  # what release() puts back: patches, Inductor options
         self._mask_skipped = False
         self._compiled = False
@@ -223,12 +221,7 @@ class PyTorchInference:
         from torch._dynamo import convert_frame
         from torch._dynamo.utils import counters
 
-        # A fresh Inductor cache per cell: the first call pays a cold compilation, the
-        # same in every run, instead of whatever an earlier cell left behind.
-        cache_dir = tempfile.mkdtemp(prefix="dlbench-inductor-")
-        self._temporary.append(cache_dir)
-        self._set_env("TORCHINDUCTOR_CACHE_DIR", cache_dir)
-        self._set_env("TRITON_CACHE_DIR", os.path.join(cache_dir, "triton"))
+        self.caches.fresh()
         options = dict(optimization.recipe.inductor_cpu) if self.device.type == "cpu" else {}
         if options:  # Inductor compiles at the first call: its options stay set till then
             patch = torch._inductor.config.patch(options)
@@ -241,29 +234,16 @@ class PyTorchInference:
         return self._step(lambda: compiled(**inputs).last_hidden_state,
                           self._context(optimization))
 
-    def _set_env(self, name: str, value: str) -> None:
-        self._saved_env.setdefault(name, os.environ.get(name))
-        os.environ[name] = value
-
     # -- the end of a cell ---------------------------------------------------------------
 
     def release(self) -> None:
         """Leave the process as the cell found it: the next cell of a group compiles
         afresh (no cached graphs, no switch to dynamic shapes because an earlier cell
         compiled another shape), with the environment it started with."""
-        torch.compiler.reset()
+        self.caches.release()
         while self._undo:
             self._undo.pop()()
         self._mask_skipped = self._compiled = False
-        for path in self._temporary:
-            shutil.rmtree(path, ignore_errors=True)
-        self._temporary.clear()
-        for name, value in self._saved_env.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-        self._saved_env.clear()
 
 
 class _LastHiddenState(torch.nn.Module):

@@ -1,0 +1,169 @@
+"""Where a training cell's time goes: a verdict per cell, the figures that decided it, the
+ablation that proves it, and what to try next.
+
+The verdict, from thresholds anchored on the profilers users know (TensorFlow's profiler
+calls a step highly input-bound from 20% of its time waiting for input and moderately from
+5%; PyTorch's profiler plugin warns below 50% GPU utilization):
+
+  input-bound          the step waits for the next batch ≥ 20% of its time, or the ablation
+                       (the same steps fed from device memory) runs ≥ 25% faster: efficiency
+                       ≤ 80% — the pipeline can also slow the step itself (loaders taking
+                       cores, decoding evicting the caches)
+  partly input-bound   waiting ≥ 5%, or efficiency ≤ 95%
+
+An efficiency counts only where its 95% interval (from the intervals of the two medians)
+lies below the threshold: on a noisy host a 94% efficiency may be noise.
+  host-bound           (GPU) the device idles most of the step (utilization < 50%) while
+                       nothing waits for input: launch and Python overhead
+  gpu-bound            (GPU) utilization ≥ 50% and the input keeps up
+  compute-bound        (CPU) the step's own computation dominates and the input keeps up
+
+The ablation must agree: a cell judged input-bound by its waiting whose ablation gains
+(almost) nothing (efficiency ≥ 95%) contradicts itself and is marked so.
+"""
+
+import numpy as np
+import pandas as pd
+
+from dlbench.report.format import framework_name
+
+INPUT_BOUND_WAIT, PARTLY_WAIT = 0.20, 0.05
+INPUT_BOUND_EFFICIENCY, PARTLY_EFFICIENCY = 0.80, 0.95
+HOST_BOUND_UTILIZATION = 50.0  # % of the time the GPU was busy
+
+INPUT, PARTLY, HOST, GPU, COMPUTE = ("input-bound", "partly input-bound", "host-bound",
+                                     "gpu-bound", "compute-bound")
+NEXT = {
+    INPUT: "more loader workers (w<N>), decoded images cached (-cache), or the decoded set in "
+           "memory",
+    PARTLY: "one more loader worker, or more batches prepared ahead (-p<M>)",
+    HOST: "fewer, larger kernels: torch.compile / XLA, CUDA graphs, a larger batch",
+    GPU: "less arithmetic or faster arithmetic: bf16/fp16 (tensor cores), channels_last",
+    COMPUTE: "a compiler (torch.compile, XLA), channels_last, bf16 where the CPU has it, "
+             "a larger batch",
+}
+
+
+def _number(row, column) -> float:
+    value = row.get(column) if hasattr(row, "get") else None
+    return float(value) if value is not None and not pd.isna(value) else np.nan
+
+
+def efficiency_interval(row) -> tuple[float, float]:
+    """The 95% interval of the pipeline's efficiency (ceiling step time over real step
+    time), from the intervals of the two medians; NaN without an ablation."""
+    real = (_number(row, "median_ci95_ms_low"), _number(row, "median_ci95_ms_high"))
+    ceiling = (_number(row, "ablation_median_ci95_ms_low"),
+               _number(row, "ablation_median_ci95_ms_high"))
+    if any(np.isnan(v) or v <= 0 for v in (*real, *ceiling)):
+        return np.nan, np.nan
+    return ceiling[0] / real[1], ceiling[1] / real[0]
+
+
+def verdict(row) -> tuple[str, str]:
+    """(verdict, the figures that decided it) of one training cell (a summary row)."""
+    wait = _number(row, "breakdown_input_wait_share")
+    efficiency = _number(row, "ablation_efficiency")
+    _, high = efficiency_interval(row)
+    high = efficiency if np.isnan(high) else high  # without intervals, the figure itself
+    utilization = _number(row, "utilization_gpu_utilization_mean")
+    waiting = f"waits {wait:.1%} of each step for data"
+    proof = (f"fed from device memory the same steps run {1 / efficiency:.2f}× as fast "
+             f"(efficiency {efficiency:.0%}, at most {high:.0%})" if efficiency > 0
+             else "no ablation")
+    if wait >= INPUT_BOUND_WAIT:
+        return INPUT, f"{waiting}; {proof}"
+    if high <= INPUT_BOUND_EFFICIENCY:
+        return INPUT, (f"{proof}, though it waits only {wait:.1%}: with the real pipeline the "
+                       "step itself is slower (loaders taking cores, decoding evicting the "
+                       "caches, copies)")
+    if wait >= PARTLY_WAIT or high <= PARTLY_EFFICIENCY:
+        return PARTLY, f"{waiting}; {proof}"
+    if row.get("device") == "gpu" and not np.isnan(utilization):
+        busy = f"the GPU was busy {utilization:.0f}% of the time"
+        if utilization < HOST_BOUND_UTILIZATION:
+            return HOST, f"{waiting}, yet {busy}: launches and Python keep it waiting"
+        return GPU, f"{waiting}; {busy}"
+    return COMPUTE, f"{waiting}; {proof}: the step's own computation dominates"
+
+
+def agrees(row) -> bool:
+    """Whether the waiting and the ablation tell the same story: no cell may wait ≥ 20% for
+    data while feeding it from memory gains nothing (efficiency ≥ 95%)."""
+    wait = _number(row, "breakdown_input_wait_share")
+    efficiency = _number(row, "ablation_efficiency")
+    return np.isnan(efficiency) or not (wait >= INPUT_BOUND_WAIT
+                                        and efficiency >= PARTLY_EFFICIENCY)
+
+
+def evidence(row) -> str:
+    """The sampled figures beside the verdict: CPU of the process and its workers, the disk
+    reads, the page cache at the start, and the GPU where there is one."""
+    main = _number(row, "utilization_main_process_cpu_cores_mean")
+    tree = _number(row, "utilization_process_cpu_cores_mean")
+    read = _number(row, "utilization_disk_read_mb_per_s")
+    cached = _number(row, "pipeline_page_cache_resident_fraction")
+    parts = []
+    if not np.isnan(tree):
+        workers = max(tree - (main if not np.isnan(main) else tree), 0.0)
+        parts.append(f"CPU: the training process {main:.2f} cores, its loaders {workers:.2f}")
+    if not np.isnan(read):
+        parts.append(f"{read:.1f} MB/s read from disk")
+    if not np.isnan(cached):
+        cold = " (evicted first)" if row.get("pipeline_page_cache_evicted") is True else ""
+        parts.append(f"{cached:.0%} of the data set in the page cache at the start{cold}")
+    utilization = _number(row, "utilization_gpu_utilization_mean")
+    if not np.isnan(utilization):
+        parts.append(f"GPU busy {utilization:.0f}%")
+    return "; ".join(parts)
+
+
+def _alternatives(row, trained: pd.DataFrame) -> str:
+    """What the matrix measured that answers the verdict: the fastest other pipeline or
+    optimization of the same framework, model, batch and optimizer, and its gain."""
+    same = trained[(trained["framework"] == row["framework"]) & (trained["model"] == row["model"])
+                   & (trained["batch"] == row["batch"]) & (trained["optimizer"] == row["optimizer"])
+                   & (trained["device"] == row["device"]) & (trained["cell_id"] != row["cell_id"])
+                   & (trained["profiled"] == row["profiled"])]
+    if same.empty:
+        return ""
+    best = same.loc[same["samples_per_s"].idxmax()]
+    gain = best["samples_per_s"] / row["samples_per_s"]
+    if gain <= 1.0:
+        return ""
+    return (f"; measured here: pipeline {best['pipeline']} with {best['optimization']} runs "
+            f"{gain:.2f}× as fast")
+
+
+def table(trained: pd.DataFrame) -> pd.DataFrame:
+    """One row per training cell: the verdict, the figures that decided it, the ablation's
+    ceiling and the pipeline's efficiency, the sampled evidence, what to try next."""
+    rows = []
+    for _, row in trained.sort_values("cell_id").iterrows():
+        name, reason = verdict(row)
+        ceiling = _number(row, "ablation_samples_per_s")
+        efficiency = _number(row, "ablation_efficiency")
+        rows.append({
+            "cell": row["cell_id"], "verdict": name + ("" if agrees(row) else " (contradicts "
+                                                       "its ablation)"),
+            "why": reason,
+            "images/s": f"{row['samples_per_s']:,.0f}" + (" (profiled)" if row["profiled"]
+                                                          else ""),
+            "ceiling images/s": "—" if np.isnan(ceiling) else f"{ceiling:,.0f}",
+            "efficiency": "—" if np.isnan(efficiency) else "{:.0%} ({:.0%}–{:.0%})".format(
+                efficiency, *efficiency_interval(row)),
+            "evidence": evidence(row),
+            "try next": NEXT[name] + _alternatives(row, trained),
+            "flame graph": row.get("profile_svg") if row.get("profile_status") == "ok" else (
+                row.get("profile_reason") or ""),
+        })
+    return pd.DataFrame(rows)
+
+
+def pipeline_table(trained: pd.DataFrame) -> pd.DataFrame:
+    """Images/s per framework and optimization (rows) and input pipeline (columns): which
+    knob moved what."""
+    grid = trained.assign(framework=trained["framework"].map(framework_name)).pivot_table(
+        index=["framework", "optimization", "optimizer"], columns="pipeline",
+        values="samples_per_s", aggfunc="first")
+    return grid.map(lambda v: "" if pd.isna(v) else f"{v:,.0f}").reset_index()

@@ -1,0 +1,261 @@
+"""PyTorch training of the CNN from image files: the model (nn.Module), its input pipelines
+(Dataset + DataLoader with PIL decoding, or the decoded set in memory), the training step
+under each recipe and precision, and evaluation with dropout off."""
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from dlbench import faults
+from dlbench.data import decode
+from dlbench.data.pipeline import PAD, Pipeline
+from dlbench.frameworks.pytorch import InductorCaches, PyTorchBackend
+from dlbench.models.vision import CNN
+from dlbench.training_recipes import Optimizer, TrainingOptimization
+
+_AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def make_optimizer(model: torch.nn.Module, optimizer: Optimizer, learning_rate: float,
+                   optimization: TrainingOptimization) -> torch.optim.Optimizer:
+    """The optimizer of every PyTorch training scenario: SGD with momentum or Adam (epsilon
+    1e-7, Keras's default), in the implementation the recipe names (foreach, fused; else
+    PyTorch's default: a for-loop over the parameters on the CPU, foreach on CUDA)."""
+    implementation = {"foreach": {"foreach": True}, "fused": {"fused": True}}.get(
+        optimization.recipe.name, {})
+    if optimizer.name == "sgd":
+        return torch.optim.SGD(model.parameters(), lr=learning_rate,
+                               momentum=optimizer.momentum, **implementation)
+    return torch.optim.Adam(model.parameters(), lr=learning_rate, eps=1e-7, **implementation)
+
+
+class Net(torch.nn.Module):
+    """The CNN of dlbench.models.vision, layer for layer."""
+
+    def __init__(self, spec: CNN):
+        super().__init__()
+        c, k = spec.channels, spec.kernel
+        self.spec = spec
+        for i in range(4):
+            setattr(self, f"conv{i + 1}", torch.nn.Conv2d(c[i], c[i + 1], k, padding=k // 2))
+        self.fc1 = torch.nn.Linear(spec.flat, spec.hidden)
+        self.fc2 = torch.nn.Linear(spec.hidden, spec.classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        drop = self.spec.dropout
+        x = self.conv2(F.relu(self.conv1(x)))
+        x = F.dropout(F.relu(F.max_pool2d(x, 2)), drop[0], self.training)
+        x = self.conv4(F.relu(self.conv3(x)))
+        x = F.dropout(F.relu(F.max_pool2d(x, 2)), drop[1], self.training)
+        x = F.dropout(F.relu(self.fc1(torch.flatten(x, 1))), drop[2], self.training)
+        return self.fc2(x)
+
+
+class PngDataset(torch.utils.data.Dataset):
+    """The manifest's images, decoded with PIL, augmented, normalised (CHW float32)."""
+
+    def __init__(self, root: str, entries: list, mean, std, augment: bool, cache: bool):
+        self.root, self.entries, self.augment = Path(root), entries, augment
+        self.mean = np.asarray(mean, np.float32) * 255
+        self.std = np.asarray(std, np.float32) * 255
+        self.cache: dict[int, np.ndarray] | None = {} if cache else None
+        self.delay_s = faults.decode_delay_s()
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def _decode(self, index: int) -> np.ndarray:
+        from PIL import Image
+
+        if self.cache is not None and index in self.cache:
+            return self.cache[index]
+        with Image.open(self.root / self.entries[index][0]) as image:
+            pixels = np.asarray(image.convert("RGB"))
+        if self.cache is not None:  # per worker: each caches the images it decodes
+            self.cache[index] = pixels
+        return pixels
+
+    def __getitem__(self, index: int):
+        pixels = self._decode(index)
+        if self.delay_s:  # a starved pipeline, for tests only (dlbench.faults)
+            time.sleep(self.delay_s)
+        if self.augment:  # torch's RNG: seeded per worker and epoch by the DataLoader
+            y, x = torch.randint(0, 2 * PAD + 1, (2,)).tolist()
+            padded = np.pad(pixels, ((PAD, PAD), (PAD, PAD), (0, 0)))
+            pixels = padded[y:y + pixels.shape[0], x:x + pixels.shape[1]]
+            if torch.rand(()) < 0.5:
+                pixels = pixels[:, ::-1]
+        normal = (pixels.astype(np.float32) - self.mean) / self.std
+        return torch.from_numpy(np.ascontiguousarray(normal.transpose(2, 0, 1))), \
+            self.entries[index][1]
+
+
+class PyTorchTraining:
+    def __init__(self, backend: PyTorchBackend):
+        self.backend = backend
+        self.device = backend.device
+        self.caches = InductorCaches()
+
+    # -- model and optimizer ---------------------------------------------------------------
+
+    def build(self, spec: CNN, weights: dict[str, np.ndarray],
+              optimization: TrainingOptimization) -> torch.nn.Module:
+        """The CNN on the device with the given (canonical-layout) weights."""
+        model = Net(spec)
+        model.load_state_dict({k: torch.from_numpy(v) for k, v in weights.items()})
+        model = model.to(self.device)
+        if optimization.recipe.name == "channels-last":
+            model = model.to(memory_format=torch.channels_last)
+        return model
+
+    def optimizer(self, model: torch.nn.Module, optimizer: Optimizer, learning_rate: float,
+                  optimization: TrainingOptimization) -> torch.optim.Optimizer:
+        return make_optimizer(model, optimizer, learning_rate, optimization)
+
+    # -- input pipelines ---------------------------------------------------------------------
+
+    def pipeline(self, manifest: dict, pipeline: Pipeline, batch: int,
+                 seed: int) -> "Callable[[int], Iterator]":
+        """A function of the epoch that gives that epoch's batches of (images, labels)."""
+        if pipeline.in_memory:
+            return self._memory_pipeline(manifest, batch, seed)
+        dataset = PngDataset(manifest["root"], manifest["train"], manifest["mean"],
+                             manifest["std"], augment=True, cache=pipeline.cache)
+        generator = torch.Generator().manual_seed(seed)
+        workers = pipeline.workers
+        loader = torch.utils.data.DataLoader(
+            dataset, batch_size=batch, shuffle=True, drop_last=True, generator=generator,
+            num_workers=workers, pin_memory=pipeline.pin, persistent_workers=workers > 0,
+            prefetch_factor=pipeline.ahead or None)
+        return lambda epoch: iter(loader)
+
+    def _memory_pipeline(self, manifest: dict, batch: int, seed: int):
+        images, labels = decode(manifest, "train")
+        data = torch.from_numpy(images).permute(0, 3, 1, 2).contiguous().to(self.device)
+        targets = torch.from_numpy(labels).to(self.device)
+        mean = torch.tensor(manifest["mean"], device=self.device).view(1, 3, 1, 1) * 255
+        std = torch.tensor(manifest["std"], device=self.device).view(1, 3, 1, 1) * 255
+        generator = torch.Generator(device="cpu").manual_seed(seed)
+        n, side = data.shape[0], data.shape[-1]
+
+        def epoch(_: int) -> Iterator:
+            order = torch.randperm(n, generator=generator)
+            for start in range(0, n - batch + 1, batch):
+                index = order[start:start + batch].to(self.device)
+                offsets = torch.randint(0, 2 * PAD + 1, (batch, 2), generator=generator)
+                flips = torch.rand(batch, generator=generator) < 0.5
+                x = F.pad(data[index], (PAD, PAD, PAD, PAD))
+                rows = (offsets[:, :1] + torch.arange(side)).to(self.device)  # batch × side
+                cols = (offsets[:, 1:] + torch.arange(side)).to(self.device)
+                b = torch.arange(batch, device=self.device)[:, None, None]
+                x = x.permute(0, 2, 3, 1)[b, rows[:, :, None], cols[:, None, :]]  # B H W C
+                x = x.permute(0, 3, 1, 2)
+                x = torch.where(flips.to(self.device)[:, None, None, None], x.flip(-1), x)
+                yield (x.float() - mean) / std, targets[index]
+
+        return epoch
+
+    # -- the training step -------------------------------------------------------------------
+
+    def train_step(self, model: torch.nn.Module, opt: torch.optim.Optimizer,
+                   optimization: TrainingOptimization) -> "PyTorchStep":
+        """The training step, in parts (see dlbench.measure.training.Step)."""
+        recipe = optimization.recipe.name
+        if recipe == "cudnn-benchmark":
+            torch.backends.cudnn.benchmark = True
+        if recipe.startswith("compile"):
+            self.caches.fresh()
+        model.train()
+        return PyTorchStep(model, opt, optimization, self.device)
+
+    def mean_loss(self, losses: list) -> float:
+        return float(torch.stack(losses).float().mean())
+
+    # -- evaluation --------------------------------------------------------------------------
+
+    def logits(self, model: torch.nn.Module, images: np.ndarray, manifest: dict,
+               batch: int = 500) -> np.ndarray:
+        """Logits of uint8 NHWC images, normalised as in training, with dropout off."""
+        mean = np.asarray(manifest["mean"], np.float32) * 255
+        std = np.asarray(manifest["std"], np.float32) * 255
+        was_training = model.training
+        model.eval()
+        out = []
+        with torch.inference_mode():
+            for start in range(0, len(images), batch):
+                x = (images[start:start + batch].astype(np.float32) - mean) / std
+                x = torch.from_numpy(x.transpose(0, 3, 1, 2).copy()).to(self.device)
+                out.append(model(x).float().cpu().numpy())
+        model.train(was_training)
+        return np.concatenate(out)
+
+    # -- the end of a cell -------------------------------------------------------------------
+
+    def release(self) -> None:
+        """Leave the process as the cell found it."""
+        self.caches.release()
+        torch.backends.cudnn.benchmark = False
+
+
+class PyTorchStep:
+    """A training step of the CNN: copy to the device, forward + loss + backward, optimizer
+    step (a gradient scaler in fp16). Losses are device tensors, never read here, so that
+    nothing waits for the device that the measurement does not ask to wait for."""
+
+    def __init__(self, model, opt, optimization: TrainingOptimization, device):
+        recipe = optimization.recipe.name
+        self.model, self.opt, self.device = model, opt, device
+        self.dtype = _AUTOCAST.get(optimization.precision.name)
+        self.scaler = torch.amp.GradScaler(device.type) if self.dtype == torch.float16 \
+            else None
+        self.channels_last = recipe == "channels-last"
+        self.forward = torch.compile(model) if recipe == "compile" else model
+        # torch.compile of the whole step: forward, backward and optimizer are one program.
+        self.separable = recipe != "compile-step"
+        self.compute = torch.compile(self._compute) if not self.separable else self._compute
+
+    def to_device(self, batch):
+        x, y = batch
+        x = x.to(self.device, non_blocking=True)
+        if self.channels_last:
+            x = x.contiguous(memory_format=torch.channels_last)
+        return x, y.to(self.device, non_blocking=True)
+
+    def forward_backward(self, x, y) -> torch.Tensor:
+        with torch.autocast(self.device.type, dtype=self.dtype, enabled=self.dtype is not None):
+            loss = F.cross_entropy(self.forward(x), y)
+        self.opt.zero_grad(set_to_none=True)
+        (loss if self.scaler is None else self.scaler.scale(loss)).backward()
+        return loss.detach()
+
+    def optimizer_step(self) -> None:
+        if self.scaler is None:
+            self.opt.step()
+        else:
+            self.scaler.step(self.opt)
+            self.scaler.update()
+
+    def _compute(self, x, y) -> torch.Tensor:
+        loss = self.forward_backward(x, y)
+        self.optimizer_step()
+        return loss
+
+    def __call__(self, batch) -> torch.Tensor:
+        return self.compute(*self.to_device(batch))
+
+    def synthetic_batch(self, batch: int, spec: CNN):
+        """A batch already on the device, as the pipeline would give it after the copy: no
+        decoding, no copy (the ablation's input)."""
+        side = spec.image_size
+        x = torch.randn(batch, spec.channels[0], side, side, device=self.device)
+        if self.channels_last:
+            x = x.contiguous(memory_format=torch.channels_last)
+        return x, torch.randint(0, spec.classes, (batch,), device=self.device)
+
+
+def make_ops(backend: PyTorchBackend) -> PyTorchTraining:
+    return PyTorchTraining(backend)

@@ -1,0 +1,277 @@
+"""TensorFlow training of the CNN from image files: the Keras model, its input pipelines
+(tf.data with decode_png, or the decoded set in memory), the training step (eager,
+tf.function, XLA) in each precision, and evaluation with dropout off."""
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import tensorflow as tf
+
+from dlbench.data import decode
+from dlbench.data.pipeline import PAD, Pipeline
+from dlbench.frameworks.tensorflow import TensorFlowBackend
+from dlbench.models.vision import CNN
+from dlbench.training_recipes import Optimizer, TrainingOptimization
+
+_POLICIES = {"bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
+
+
+def make_optimizer(optimizer: Optimizer, learning_rate: float,
+                   optimization: TrainingOptimization) -> tf.keras.optimizers.Optimizer:
+    """The optimizer of every TensorFlow training scenario: Keras's SGD with momentum or Adam
+    (epsilon 1e-7) — the legacy classes for the legacy-optimizer recipe —, wrapped for loss
+    scaling in fp16 (as PyTorch's GradScaler)."""
+    optimizers = tf.keras.optimizers
+    if optimization.recipe.name == "legacy-optimizer":
+        optimizers = optimizers.legacy
+    if optimizer.name == "sgd":
+        opt = optimizers.SGD(learning_rate, momentum=optimizer.momentum)
+    else:
+        opt = optimizers.Adam(learning_rate, epsilon=1e-7)
+    if optimization.precision.name == "fp16":
+        opt = tf.keras.mixed_precision.LossScaleOptimizer(opt)
+    return opt
+
+
+def keras_model(spec: CNN, data_format: str) -> tf.keras.Model:
+    """The CNN of dlbench.models.vision as Keras layers (ReLU after pooling, as there)."""
+    layers, c, k = tf.keras.layers, spec.channels, spec.kernel
+    side = spec.image_size
+    shape = (c[0], side, side) if data_format == "channels_first" else (side, side, c[0])
+    conv = {"kernel_size": k, "padding": "same", "data_format": data_format}
+    pool = {"pool_size": 2, "data_format": data_format}
+    return tf.keras.Sequential([
+        tf.keras.Input(shape),
+        layers.Conv2D(c[1], activation="relu", name="conv1", **conv),
+        layers.Conv2D(c[2], name="conv2", **conv),
+        layers.MaxPooling2D(**pool), layers.ReLU(), layers.Dropout(spec.dropout[0]),
+        layers.Conv2D(c[3], activation="relu", name="conv3", **conv),
+        layers.Conv2D(c[4], name="conv4", **conv),
+        layers.MaxPooling2D(**pool), layers.ReLU(), layers.Dropout(spec.dropout[1]),
+        layers.Flatten(data_format=data_format),
+        layers.Dense(spec.hidden, activation="relu", name="fc1"),
+        layers.Dropout(spec.dropout[2]),
+        # Logits in float32 under a mixed-precision policy, for a stable loss.
+        layers.Dense(spec.classes, name="fc2", dtype="float32"),
+    ])
+
+
+def keras_weights(weights: dict[str, np.ndarray], spec: CNN, data_format: str) -> dict:
+    """Canonical (PyTorch-layout) weights in Keras's layouts: HWIO kernels, (in, out) dense
+    kernels, and the first dense layer's inputs in the order this data format flattens."""
+    out = {}
+    for i in range(1, 5):
+        out[f"conv{i}"] = [weights[f"conv{i}.weight"].transpose(2, 3, 1, 0),
+                           weights[f"conv{i}.bias"]]
+    side = spec.image_size // 4
+    fc1 = weights["fc1.weight"].reshape(spec.hidden, spec.channels[-1], side, side)
+    if data_format == "channels_last":  # Keras flattens H, W, C
+        fc1 = fc1.transpose(0, 2, 3, 1)
+    out["fc1"] = [fc1.reshape(spec.hidden, -1).T.copy(), weights["fc1.bias"]]
+    out["fc2"] = [weights["fc2.weight"].T.copy(), weights["fc2.bias"]]
+    return out
+
+
+class TensorFlowTraining:
+    def __init__(self, backend: TensorFlowBackend):
+        self.backend = backend
+        self.data_format = "channels_last"
+
+    # -- model and optimizer ---------------------------------------------------------------
+
+    def build(self, spec: CNN, weights: dict[str, np.ndarray],
+              optimization: TrainingOptimization) -> tf.keras.Model:
+        # The policy applies to layers created after it is set (release() resets it).
+        policy = _POLICIES.get(optimization.precision.name, "float32")
+        tf.keras.mixed_precision.set_global_policy(policy)
+        if optimization.recipe.name == "channels-first":
+            self.data_format = "channels_first"
+        with tf.device(self.backend.device_name):
+            model = keras_model(spec, self.data_format)
+            for name, values in keras_weights(weights, spec, self.data_format).items():
+                model.get_layer(name).set_weights(values)
+        return model
+
+    def optimizer(self, model, optimizer: Optimizer, learning_rate: float,
+                  optimization: TrainingOptimization):
+        return make_optimizer(optimizer, learning_rate, optimization)
+
+    # -- input pipelines ---------------------------------------------------------------------
+
+    def pipeline(self, manifest: dict, pipeline: Pipeline, batch: int,
+                 seed: int) -> "Callable[[int], Iterator]":
+        """A function of the epoch that gives that epoch's batches of (images, labels)."""
+        mean = tf.constant(manifest["mean"], tf.float32) * 255
+        std = tf.constant(manifest["std"], tf.float32) * 255
+        side = manifest["image_shape"][0]
+
+        def augment(image):  # uint8 H × W × 3 → normalised float32
+            image = tf.image.pad_to_bounding_box(image, PAD, PAD, side + 2 * PAD,
+                                                 side + 2 * PAD)
+            image = tf.image.random_crop(image, (side, side, 3))
+            image = tf.image.random_flip_left_right(image)
+            return (tf.cast(image, tf.float32) - mean) / std
+
+        if pipeline.in_memory:
+            return self._memory_pipeline(manifest, batch, seed, mean, std)
+        root = Path(manifest["root"])
+        paths = [str(root / path) for path, _ in manifest["train"]]
+        labels = [label for _, label in manifest["train"]]
+        calls = pipeline.workers or None  # 0 workers: sequential, as PyTorch's
+        dataset = tf.data.Dataset.from_tensor_slices((paths, labels))
+
+        def load(path, label):
+            return tf.io.decode_png(tf.io.read_file(path), channels=3), label
+
+        if pipeline.cache:  # decode once, keep the decoded images, shuffle those
+            dataset = dataset.map(load, num_parallel_calls=calls).cache().shuffle(
+                len(paths), seed=seed)
+            dataset = dataset.map(lambda x, y: (augment(x), y), num_parallel_calls=calls)
+        else:
+            dataset = dataset.shuffle(len(paths), seed=seed).map(
+                lambda p, y: (augment(load(p, y)[0]), y), num_parallel_calls=calls)
+        dataset = dataset.batch(batch, drop_remainder=True)
+        if pipeline.workers:  # as PyTorch's loaders: each prepares `ahead` batches
+            dataset = dataset.prefetch(pipeline.workers * pipeline.ahead)
+        options = tf.data.Options()
+        options.deterministic = False  # as PyTorch's workers: batches in arrival order
+        options.experimental_optimization.inject_prefetch = False  # w0: nothing ahead
+        dataset = dataset.with_options(options)
+
+        def epoch(_: int) -> Iterator:
+            for x, y in dataset:
+                yield self._layout(x), y
+
+        return epoch
+
+    def _memory_pipeline(self, manifest: dict, batch: int, seed: int, mean, std):
+        """The decoded training set as one array on the device; each epoch a permutation,
+        and each batch gathered and augmented as a whole."""
+        images, labels = decode(manifest, "train")
+        rng = np.random.default_rng(seed)
+        n, side = len(labels), images.shape[1]
+        with tf.device(self.backend.device_name):
+            data, targets = tf.constant(images), tf.constant(labels)
+
+        def epoch(_: int) -> Iterator:
+            order = rng.permutation(n)
+            for start in range(0, n - batch + 1, batch):
+                index = order[start:start + batch]
+                offsets = rng.integers(0, 2 * PAD + 1, size=(batch, 2))
+                flips = rng.random(batch) < 0.5
+                with tf.device(self.backend.device_name):
+                    x = tf.pad(tf.gather(data, index), [[0, 0], [PAD, PAD], [PAD, PAD], [0, 0]])
+                    x = tf.gather(x, offsets[:, :1] + np.arange(side), axis=1, batch_dims=1)
+                    x = tf.gather(x, offsets[:, 1:] + np.arange(side), axis=2, batch_dims=1)
+                    x = tf.where(flips[:, None, None, None], tf.reverse(x, [2]), x)
+                    x = (tf.cast(x, tf.float32) - mean) / std
+                    yield self._layout(x), tf.gather(targets, index)
+
+        return epoch
+
+    def _layout(self, x):
+        return tf.transpose(x, (0, 3, 1, 2)) if self.data_format == "channels_first" else x
+
+    # -- the training step -------------------------------------------------------------------
+
+    def train_step(self, model, opt, optimization: TrainingOptimization) -> "TensorFlowStep":
+        """The training step, in parts (see dlbench.measure.training.Step)."""
+        return TensorFlowStep(model, opt, optimization, self.backend.device_name,
+                              self.data_format)
+
+    def mean_loss(self, losses: list) -> float:
+        return float(tf.reduce_mean(tf.cast(tf.stack(losses), tf.float32)))
+
+    # -- evaluation --------------------------------------------------------------------------
+
+    def logits(self, model, images: np.ndarray, manifest: dict, batch: int = 500) -> np.ndarray:
+        """Logits of uint8 NHWC images, normalised as in training, with dropout off."""
+        mean = np.asarray(manifest["mean"], np.float32) * 255
+        std = np.asarray(manifest["std"], np.float32) * 255
+        out = []
+        for start in range(0, len(images), batch):
+            x = (images[start:start + batch].astype(np.float32) - mean) / std
+            if self.data_format == "channels_first":
+                x = x.transpose(0, 3, 1, 2)
+            with tf.device(self.backend.device_name):
+                out.append(tf.cast(model(x, training=False), tf.float32).numpy())
+        return np.concatenate(out)
+
+    def release(self) -> None:
+        """Leave the process as the cell found it: empty Keras state, float32 policy."""
+        tf.keras.backend.clear_session()
+        tf.keras.mixed_precision.set_global_policy("float32")
+
+
+class TensorFlowStep:
+    """A training step of the CNN: copy to the device, gradients (forward + loss + backward
+    under a GradientTape), optimizer step (loss scaling in fp16). With tf.function or XLA the
+    whole step is one function; timed in parts, gradients and the optimizer step are two
+    functions (the gradients then leave the first as its outputs)."""
+
+    separable = True
+
+    def __init__(self, model, opt, optimization: TrainingOptimization, device: str,
+                 data_format: str):
+        self.model, self.opt, self.device, self.data_format = model, opt, device, data_format
+        self.scaled = isinstance(opt, tf.keras.mixed_precision.LossScaleOptimizer)
+        self._grads = None
+        recipe = optimization.recipe.name
+        if recipe in ("graph", "xla"):
+            options = {"jit_compile": recipe == "xla"}
+            self._gradients = tf.function(self._gradients, **options)
+            self._apply = tf.function(self._apply, **options)
+            self._compute = tf.function(self._compute, **options)
+
+    def to_device(self, batch):
+        with tf.device(self.device):  # a copy on a GPU; on the CPU the batch is there
+            return tf.identity(batch[0]), tf.identity(batch[1])
+
+    def _gradients(self, x, y):
+        with tf.GradientTape() as tape:
+            logits = self.model(x, training=True)
+            loss = tf.reduce_mean(tf.keras.losses.sparse_categorical_crossentropy(
+                y, logits, from_logits=True))
+            scaled = self.opt.get_scaled_loss(loss) if self.scaled else loss
+        grads = tape.gradient(scaled, self.model.trainable_variables)
+        if self.scaled:
+            grads = self.opt.get_unscaled_gradients(grads)
+        return loss, grads
+
+    def _apply(self, grads):
+        self.opt.apply_gradients(zip(grads, self.model.trainable_variables, strict=True))
+
+    def _compute(self, x, y):
+        loss, grads = self._gradients(x, y)
+        self._apply(grads)
+        return loss
+
+    def forward_backward(self, x, y):
+        with tf.device(self.device):
+            loss, self._grads = self._gradients(x, y)
+        return loss
+
+    def optimizer_step(self) -> None:
+        with tf.device(self.device):
+            self._apply(self._grads)
+
+    def compute(self, x, y):
+        with tf.device(self.device):
+            return self._compute(x, y)
+
+    def __call__(self, batch):
+        return self.compute(*self.to_device(batch))
+
+    def synthetic_batch(self, batch: int, spec: CNN):
+        """A batch already on the device: no decoding, no copy (the ablation's input)."""
+        side, channels = spec.image_size, spec.channels[0]
+        shape = (batch, channels, side, side) if self.data_format == "channels_first" \
+            else (batch, side, side, channels)
+        with tf.device(self.device):
+            return (tf.random.normal(shape),
+                    tf.random.uniform((batch,), 0, spec.classes, dtype=tf.int64))
+
+
+def make_ops(backend: TensorFlowBackend) -> TensorFlowTraining:
+    return TensorFlowTraining(backend)

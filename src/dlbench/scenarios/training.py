@@ -1,0 +1,289 @@
+"""Training: the same CNN in each framework, trained from image files on disk through the
+framework's own input pipeline, with accuracy recorded so that the comparison is fair.
+
+Cells: framework × model × device × batch × data set × pipeline × optimizer ×
+optimization. A cell builds the CNN with the shared initial weights (the same arrays in
+both frameworks, from the seed), trains it for the configured epochs, timing every step's
+wait for its batch apart from the step itself, and tests it after every epoch. Repeats
+are fresh processes with seeds seed, seed + 1, …: their accuracies give the seed-to-seed
+spread that the frameworks' accuracies are compared with.
+"""
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from dlbench.data import pipeline as pipelines
+from dlbench.models.vision import MODELS as CNNS
+from dlbench.models.vision import get_cnn, initial_weights
+from dlbench.scenarios import Axis, Scenario, register
+from dlbench.scenarios._optimizer import OPTIMIZER_AXIS, OptimizerSettings
+from dlbench.training_recipes import OPTIMIZATIONS, OPTIMIZERS
+
+if TYPE_CHECKING:
+    from dlbench.matrix import Cell
+
+DATASETS = ("synthetic", "digits", "cifar10")
+
+
+class Training(OptimizerSettings, Scenario):
+    name = "training"
+    description = ("training the CNN from image files through each framework's own input "
+                   "pipeline, test accuracy after every epoch")
+    axes = (
+        Axis("batch", "batch_sizes", "b", "batch sizes (images per step)"),
+        Axis("dataset", "datasets", "", "data sets (see config/README.md)", str,
+             choices=DATASETS),
+        Axis("pipeline", "pipelines", "", "input pipelines: memory, or w<workers>[-p<prefetch>]"
+             "[-cache][-pin]", str, pattern=pipelines.PATTERN),
+        OPTIMIZER_AXIS,
+    )
+    summary_sections = {"throughput": "", "training": "training_", "pipeline": "pipeline_",
+                        "ablation": "ablation_"}
+
+    def models(self) -> list[str]:
+        return list(CNNS)
+
+    def optimizations(self) -> list[str]:
+        return list(OPTIMIZATIONS)
+
+    def unsupported_reason(self, cell: "Cell") -> str | None:
+        optimization = OPTIMIZATIONS[cell.optimization]
+        return (optimization.unsupported_reason(cell.framework, cell.device)
+                or pipelines.parse(cell.size("pipeline")).unsupported_reason(
+                    cell.framework, cell.device))
+
+    # -- settings of every cell ---------------------------------------------------------------
+
+    def settings_schema(self) -> dict:
+        return {
+            "epochs": {"description": "training epochs of every cell", "type": "integer",
+                       "minimum": 1, "default": 10},
+            **super().settings_schema(),  # the learning rate of each optimizer
+            "target_accuracy": {"description": "the test accuracy whose training time is "
+                                "reported (time to accuracy)", "type": "number",
+                                "exclusiveMinimum": 0, "maximum": 1, "default": 0.7},
+            "accuracy_tolerance": {"description": "the largest difference of final test "
+                                   "accuracy between frameworks that counts as a match (or the "
+                                   "seed-to-seed spread, if larger)", "type": "number",
+                                   "minimum": 0, "maximum": 1, "default": 0.02},
+            "breakdown": {"description": "time every step in parts (copy, forward and backward, "
+                          "optimizer), each synchronized on a GPU; false: the step whole",
+                          "type": "boolean", "default": True},
+            "ablation": {"description": "after training, time the steps fed one batch already "
+                         "on the device: the pipeline's ceiling and its efficiency",
+                         "type": "boolean", "default": True},
+            "cold_cache": {"description": "evict the data set's files from the page cache "
+                           "before each cell, so that the first epoch reads them from disk",
+                           "type": "boolean", "default": False},
+            "profile": {"description": "record a py-spy flame graph of each cell's timed steps "
+                        "(an SVG beside its result); profiled timings are not compared with "
+                        "unprofiled ones", "type": "boolean", "default": False},
+        }
+
+    def setting_args(self, section: dict, cell: "Cell") -> list[str]:
+        switches = [f"--{'' if section[key] else 'no-'}{key.replace('_', '-')}"
+                    for key in ("breakdown", "ablation", "cold_cache", "profile")]
+        return [f"--epochs={section['epochs']}", *super().setting_args(section, cell),
+                f"--target-accuracy={section['target_accuracy']}",
+                f"--accuracy-tolerance={section['accuracy_tolerance']}", *switches]
+
+    def add_setting_options(self, parser) -> None:
+        defaults = self.settings_schema()
+        parser.add_argument("--epochs", type=int, default=defaults["epochs"]["default"],
+                            help="training: epochs")
+        super().add_setting_options(parser)
+        parser.add_argument("--target-accuracy", type=float,
+                            default=defaults["target_accuracy"]["default"],
+                            help="training: the test accuracy timed as time to accuracy")
+        parser.add_argument("--accuracy-tolerance", type=float,
+                            default=defaults["accuracy_tolerance"]["default"],
+                            help="training: accuracy difference that still matches")
+        for key in ("breakdown", "ablation", "cold_cache", "profile"):
+            parser.add_argument(f"--{key.replace('_', '-')}",
+                                action=argparse.BooleanOptionalAction,
+                                default=defaults[key]["default"],
+                                help=f"training: {defaults[key]['description']}")
+
+    def settings_from_args(self, args) -> dict:
+        if args.scenario != self.name:
+            return {}
+        return {"epochs": args.epochs, **super().settings_from_args(args),
+                "target_accuracy": args.target_accuracy,
+                "accuracy_tolerance": args.accuracy_tolerance, "breakdown": args.breakdown,
+                "ablation": args.ablation, "cold_cache": args.cold_cache,
+                "profile": args.profile}
+
+    def validate(self, config: dict) -> list[str]:
+        if "cifar10" not in config[self.name]["datasets"]:
+            return []
+        from dlbench.data import cifar10
+
+        try:
+            cifar10.check(config["data"]["cifar10_dir"])
+        except ValueError as exc:
+            return [str(exc)]
+        return []
+
+    # -- the data set ----------------------------------------------------------------------
+
+    def inputs(self, cell: "Cell") -> dict[str, str]:
+        from dlbench.data import FOLDER
+
+        return {"data": f"{FOLDER}/{cell.size('dataset')}"}
+
+    def input_args(self, cells: list["Cell"], inputs: dict, group: bool) -> list[str]:
+        return [f"--data={inputs['data'][0]}"] if "data" in inputs.keys() else []
+
+    def add_input_options(self, parser) -> None:
+        parser.add_argument("--data", type=Path,
+                            help="training: a data set's folder (python -m dlbench.data)")
+
+    def task_inputs(self, args, cell: "Cell") -> dict[str, str | None]:
+        return {"data": args.data and str(args.data)}
+
+    # -- measuring -----------------------------------------------------------------------------
+
+    def measure(self, backend, cell: "Cell", settings: dict, clock, inputs: dict) -> dict:
+        from dlbench.data import MANIFEST, decode, read_manifest
+        from dlbench.frameworks import load_ops
+        from dlbench.measure import pagecache
+        from dlbench.measure.training import Evaluation, ablation, train
+
+        optimization = OPTIMIZATIONS[cell.optimization]
+        problem = backend.precision_problem(optimization.precision.name)
+        if problem:
+            return {"status": "unsupported", "reason": problem}
+        if not inputs.get("data"):
+            raise ValueError("a training cell needs its data set (--data)")
+        manifest = read_manifest(Path(inputs["data"]) / MANIFEST)
+        batch, pipeline = cell.size("batch"), pipelines.parse(cell.size("pipeline"))
+        steps_per_epoch = manifest["counts"]["train"] // batch
+        if steps_per_epoch * settings["epochs"] < 2:
+            raise ValueError(f"{manifest['counts']['train']} training images, batch {batch}, "
+                             f"{settings['epochs']} epochs: fewer than the 2 steps a cell "
+                             "needs (a first step, and one to time)")
+        seed = settings["seed"] + settings.get("repeat", 0)
+        spec, optimizer = get_cnn(cell.model), OPTIMIZERS[cell.size("optimizer")]
+        files = [Path(manifest["root"]) / path for path, _ in manifest["train"]]
+        if settings["cold_cache"]:
+            pagecache.evict(files)
+        cache = {**pagecache.residency(files), "evicted": settings["cold_cache"]}
+        test_images, test_labels = decode(manifest, "test")
+        ops = load_ops(backend, self.name)
+        backend.reset_device_memory()
+        try:
+            model = ops.build(spec, initial_weights(spec, seed), optimization)
+            opt = ops.optimizer(model, optimizer, settings["learning_rate"], optimization)
+            batches = ops.pipeline(manifest, pipeline, batch, seed)
+            step = ops.train_step(model, opt, optimization)
+            clock.mark("model_ready_s")
+            run = train(settings["epochs"], batches, step, backend.synchronize, ops.mean_loss,
+                        Evaluation(lambda: ops.logits(model, test_images, manifest),
+                                   test_labels),
+                        steps_per_epoch, settings["warmup_iterations"],
+                        settings["target_accuracy"], clock.mark, settings["breakdown"])
+            device_memory = backend.device_memory()
+            ceiling = ablation(step, spec, batch, backend.synchronize,
+                               settings["warmup_iterations"], settings["min_duration_s"],
+                               settings["min_iterations"]) if settings["ablation"] else None
+        finally:
+            ops.release()
+        timing = run.timing()
+        samples_per_s = batch / (timing["median_ms"] / 1e3)
+        if ceiling:
+            ceiling["efficiency"] = samples_per_s / ceiling["samples_per_s"]
+        return {
+            "optimization": {**optimization.describe(), "description": optimization.description},
+            "timing": timing,
+            "throughput": {"samples_per_s": samples_per_s},
+            "pipeline": {**pipeline.describe(), "page_cache": cache},
+            "ablation": ceiling,
+            "training": {
+                "seed": seed, "epochs": settings["epochs"], "steps_per_epoch": steps_per_epoch,
+                "train_images": manifest["counts"]["train"],
+                "test_images": manifest["counts"]["test"],
+                "learning_rate": settings["learning_rate"], "optimizer": optimizer.description,
+                "test_accuracy": run.test_accuracy, "train_loss": run.train_loss,
+                "epoch_s": run.epoch_s, "eval_s": run.eval_s,
+                "final_accuracy": run.test_accuracy[-1],
+                "target_accuracy": settings["target_accuracy"],
+                "time_to_accuracy_s": run.time_to_accuracy_s,
+                "accuracy_tolerance": settings["accuracy_tolerance"],
+            },
+            "memory": device_memory or {},
+        }
+
+    def combine(self, records: list[dict]) -> dict:
+        """The repeats (seeds): timing pooled as for any scenario, the step parts pooled,
+        every seed's accuracy kept, and the final accuracy their mean."""
+        ok = [r for r in records if r["status"] == "ok"]
+        parts = {name: [x for r in ok for x in r["timing"]["breakdown"][name]["samples_ms"]]
+                 for name in (ok[0]["timing"]["breakdown"] if ok else {})}
+        runs = [r["training"] for r in ok]
+        final = super().combine(records)
+        if len(records) == 1 or final["status"] != "ok":
+            return final
+        from dlbench.measure.training import timing
+
+        final["timing"]["breakdown"] = timing(final["timing"]["samples_ms"], parts, 0, 0,
+                                              0)["breakdown"]
+        accuracies = [r["final_accuracy"] for r in runs]
+        final["training"].update(
+            seeds=[r["seed"] for r in runs], final_accuracies=accuracies,
+            final_accuracy=sum(accuracies) / len(accuracies),
+            accuracy_spread=max(accuracies) - min(accuracies),
+            test_accuracy_per_seed=[r["test_accuracy"] for r in runs])
+        final["throughput"] = {"samples_per_s": records[0]["params"]["batch"]
+                               / (final["timing"]["median_ms"] / 1e3)}
+        ceilings = [r["ablation"] for r in ok if r.get("ablation")]
+        if ceilings:  # the ceiling over every repeat's samples, the efficiency against it
+            final["ablation"] = _pooled_ablation(ceilings, records[0]["params"]["batch"])
+            final["ablation"]["efficiency"] = (final["throughput"]["samples_per_s"]
+                                               / final["ablation"]["samples_per_s"])
+        return final
+
+    # -- its part of the result schema -------------------------------------------------------
+
+    def result_schema(self) -> dict:
+        schema = super().result_schema()
+        number, numbers = {"type": "number", "minimum": 0}, {"type": "array",
+                                                              "items": {"type": "number"}}
+        schema["properties"] = {
+            "throughput": {"type": ["object", "null"], "required": ["samples_per_s"],
+                           "properties": {"samples_per_s": {"type": "number",
+                                                            "exclusiveMinimum": 0}}},
+            "pipeline": {"type": "object", "required": ["name", "in_memory", "workers"]},
+            "ablation": {"type": ["object", "null"],
+                         "required": ["samples_per_s", "median_ms", "efficiency"],
+                         "properties": {"samples_per_s": {"type": "number",
+                                                          "exclusiveMinimum": 0},
+                                        "efficiency": {"type": "number", "minimum": 0}}},
+            "training": {
+                "type": "object",
+                "required": ["epochs", "test_accuracy", "train_loss", "epoch_s",
+                             "final_accuracy", "time_to_accuracy_s", "target_accuracy"],
+                "properties": {
+                    "epochs": {"type": "integer", "minimum": 1},
+                    "test_accuracy": {**numbers, "minItems": 1},
+                    "train_loss": numbers, "epoch_s": numbers,
+                    "final_accuracy": {"type": "number", "minimum": 0, "maximum": 1},
+                    "time_to_accuracy_s": {"type": ["number", "null"], "minimum": 0},
+                    "target_accuracy": number,
+                },
+            },
+        }
+        schema["ok_requires"] = ["throughput", "training", "pipeline"]
+        return schema
+
+
+def _pooled_ablation(ceilings: list[dict], batch: int) -> dict:
+    from dlbench.measure.stats import summarize
+
+    samples = [x for c in ceilings for x in c["samples_ms"]]
+    stats = summarize(samples)
+    return {**ceilings[0], "iterations": len(samples), "samples_ms": samples, **stats,
+            "samples_per_s": batch / (stats["median_ms"] / 1e3)}
+
+
+register(Training())

@@ -1,0 +1,150 @@
+"""Where the time goes: the verdict from the step's breakdown, proved by the ablation; a
+starved loader is input-bound and an in-memory pipeline is not, measured for real; and the
+flame graph, or a clear reason for its absence."""
+
+import os
+import stat
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dlbench import faults, result
+from dlbench.analysis import bottleneck
+from dlbench.data import __main__ as data_cli
+from dlbench.launch.profiler import PROGRAM_VARIABLE
+from tests.conftest import tool_env
+
+
+def row(wait: float, efficiency: float, spread: float = 0.02, device: str = "cpu",
+        utilization: float = np.nan) -> pd.Series:
+    """A training cell's summary row: its wait share, and an ablation whose median step is
+    `efficiency` × the real one, each median known within ±spread."""
+    real, ceiling = 100.0, 100.0 * efficiency
+    return pd.Series({
+        "device": device, "breakdown_input_wait_share": wait, "ablation_efficiency": efficiency,
+        "median_ci95_ms_low": real * (1 - spread), "median_ci95_ms_high": real * (1 + spread),
+        "ablation_median_ci95_ms_low": ceiling * (1 - spread),
+        "ablation_median_ci95_ms_high": ceiling * (1 + spread),
+        "utilization_gpu_utilization_mean": utilization})
+
+
+@pytest.mark.parametrize(("wait", "efficiency", "expected"), [
+    (0.45, 0.52, bottleneck.INPUT),  # waiting, and the ablation confirms
+    (0.02, 0.60, bottleneck.INPUT),  # barely waiting, yet the pipeline slows the step
+    (0.08, 0.91, bottleneck.PARTLY),
+    (0.01, 0.90, bottleneck.PARTLY),  # 10% lost, clearly beyond the medians' noise
+    (0.01, 0.99, bottleneck.COMPUTE),
+])
+def test_the_verdict_follows_the_documented_thresholds(wait, efficiency, expected):
+    name, why = bottleneck.verdict(row(wait, efficiency))
+    assert name == expected, why
+    assert bottleneck.agrees(row(wait, efficiency))
+
+
+def test_an_efficiency_inside_the_noise_proves_nothing():
+    """94% with medians known only within ±5%: the interval reaches 100%, so no verdict
+    rests on it."""
+    assert bottleneck.efficiency_interval(row(0.0, 0.94, spread=0.05))[1] > 1.0
+    assert bottleneck.verdict(row(0.0, 0.94, spread=0.05))[0] == bottleneck.COMPUTE
+    assert bottleneck.verdict(row(0.0, 0.94, spread=0.005))[0] == bottleneck.PARTLY
+
+
+def test_waiting_without_a_gain_from_the_ablation_contradicts_itself():
+    assert not bottleneck.agrees(row(0.30, 0.98))  # a bug, as the issue says
+    assert "contradicts" in bottleneck.table(pd.DataFrame([{
+        **row(0.30, 0.98), "cell_id": "c", "framework": "pytorch", "model": "cnn",
+        "batch": 64, "optimizer": "sgd", "samples_per_s": 640.0, "profiled": False,
+        "ablation_samples_per_s": 650.0, "pipeline": "w0", "optimization": "eager",
+    }]))["verdict"].iloc[0]
+
+
+def test_on_a_gpu_idle_time_without_waiting_is_host_bound():
+    assert bottleneck.verdict(row(0.01, 0.99, device="gpu", utilization=30))[0] == \
+        bottleneck.HOST
+    assert bottleneck.verdict(row(0.01, 0.99, device="gpu", utilization=92))[0] == \
+        bottleneck.GPU
+
+
+def test_what_to_try_next_quotes_a_measured_alternative():
+    cells = pd.DataFrame([{**row(0.4, 0.5), "cell_id": f"c{p}", "framework": "pytorch",
+                           "model": "cnn", "batch": 64, "optimizer": "sgd", "device": "cpu",
+                           "samples_per_s": speed, "profiled": False, "pipeline": p,
+                           "optimization": "eager", "ablation_samples_per_s": 700.0}
+                          for p, speed in (("w0", 200.0), ("w2", 500.0))])
+    advice = bottleneck.table(cells).set_index("cell")["try next"]
+    assert "measured here: pipeline w2 with eager runs 2.50× as fast" in advice["cw0"]
+    assert "measured here" not in advice["cw2"]  # nothing faster was measured
+
+
+# -- measured for real ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("data") / "synthetic"
+    data_cli.build("synthetic", folder, 320, 64, 0)
+    return folder
+
+
+def train(tmp_path, data, pipeline: str, *extra: str, **env: str) -> pd.Series:
+    out = tmp_path / f"{pipeline}.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "dlbench", "run", "--scenario=training", "--framework=pytorch",
+         "--model=cnn", "--device=cpu", "--batch=32", "--dataset=synthetic",
+         f"--pipeline={pipeline}", "--optimizer=sgd", "--optimization=eager", "--epochs=1",
+         f"--data={data}", "--warmup-iterations=1", "--min-iterations=5",
+         "--min-duration-s=0.5", *extra, f"--out={out}"],
+        capture_output=True, text=True, timeout=600, env=tool_env(**env))
+    assert done.returncode == 0, done.stderr[-3000:]
+    record = result.read(out)
+    assert record["status"] == "ok", record["reason"]
+    from dlbench.aggregate import summarize
+    from dlbench.analysis.summary import derive
+
+    return derive(summarize([out])).iloc[0]
+
+
+@pytest.mark.slow
+def test_a_starved_loader_is_input_bound_and_its_ablation_proves_it(tmp_path, data):
+    """0 workers and 15 ms of planted decoding per image (480 ms a batch of 32): the step
+    waits for data, and fed from memory it runs several times as fast."""
+    cell = train(tmp_path, data, "w0", **{faults.DECODE_DELAY_VARIABLE: "15"})
+    name, why = bottleneck.verdict(cell)
+    assert name == bottleneck.INPUT, why
+    assert cell["breakdown_input_wait_share"] > 0.5
+    assert cell["ablation_efficiency"] < 0.5 and bottleneck.agrees(cell)
+
+
+@pytest.mark.slow
+def test_the_in_memory_pipeline_is_not_input_bound(tmp_path, data):
+    cell = train(tmp_path, data, "memory")
+    name, why = bottleneck.verdict(cell)
+    assert name not in (bottleneck.INPUT,), why
+    assert cell["breakdown_input_wait_share"] < bottleneck.PARTLY_WAIT
+    assert cell["ablation_efficiency"] > 0.8
+
+
+@pytest.mark.slow
+def test_a_flame_graph_of_the_timed_steps(tmp_path, data):
+    cell = train(tmp_path, data, "w1", "--profile")
+    assert cell["profile_status"] == "ok" and cell["profiled"]
+    svg = open(cell["profile_svg"]).read()
+    assert svg.startswith("<?xml") and "forward_backward" in svg  # the steps were sampled
+    assert "_worker_loop" in svg  # and the loader worker (--subprocesses)
+
+
+@pytest.mark.slow
+def test_without_py_spy_the_cell_runs_and_says_why(tmp_path, data):
+    missing = train(tmp_path, data, "w0", "--profile", **{PROGRAM_VARIABLE: "/nonexistent"})
+    assert missing["profile_status"] == "unavailable"
+    assert "py-spy is not installed" in missing["profile_reason"]
+    refused = tmp_path / "py-spy"  # attaching refused, as without ptrace permission
+    refused.write_text("#!/bin/sh\necho 'Error: Permission denied (os error 1)' >&2\nexit 1\n")
+    refused.chmod(refused.stat().st_mode | stat.S_IEXEC)
+    cell = train(tmp_path, data, "memory", "--profile", **{PROGRAM_VARIABLE: str(refused)})
+    assert cell["status"] == "ok" and cell["profile_status"] == "failed"
+    assert "ptrace permission" in cell["profile_reason"]
+    assert not os.path.exists(str(tmp_path / "memory.svg"))

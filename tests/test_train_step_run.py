@@ -1,0 +1,134 @@
+"""Transformer training steps in both frameworks for real, through `dlbench run` on tiny
+models with the shared weights: valid results with both parts timed, the same initial loss
+in both frameworks, and a loss that falls over the steps."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from dlbench import result
+from tests.conftest import tool_env
+
+FRAMEWORKS = ("pytorch", "tensorflow")
+BATCH, SEQLEN = 2, 16
+QUICK = ["--warmup-iterations=1", "--min-duration-s=0.1", "--min-iterations=10"]
+
+
+def shared_inputs(folder, model: str) -> tuple[str, str]:
+    """The seeded weights and the reference output of the model, made as the workflow's
+    reference rules make them (one process for both)."""
+    weights, output = folder / model / "model.safetensors", folder / model / "ref.npz"
+    code = ("import sys; from pathlib import Path; from dlbench import reference as r; "
+            "m, w, o = sys.argv[1:]; r.write_weights(m, 0, Path(w), 2); "
+            f"r.write_output(m, {BATCH}, {SEQLEN}, 0, Path(w), Path(o), 2)")
+    subprocess.run([sys.executable, "-c", code, model, str(weights), str(output)], check=True,
+                   env=tool_env(), capture_output=True, timeout=300)
+    return str(weights), str(output)
+
+
+def run_cell(out, framework: str, model: str, optimizer: str, optimization: str,
+             weights: str, reference: str) -> dict:
+    command = [sys.executable, "-m", "dlbench", "run", "--scenario=train_step",
+               f"--framework={framework}", f"--model={model}", "--device=cpu",
+               f"--batch={BATCH}", f"--seqlen={SEQLEN}", f"--optimizer={optimizer}",
+               f"--optimization={optimization}", f"--weights={weights}",
+               f"--reference={reference}", *QUICK, f"--out={out}"]
+    run = subprocess.run(command, env=tool_env(), capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return result.read(out)  # validated against the schema, this scenario's part included
+
+
+# tiny-bert with Adam in the quick tests; a second family (GPT-2) with SGD in the slow ones.
+@pytest.fixture(scope="module", params=[
+    ("tiny-bert", "adam"), pytest.param(("tiny-gpt2", "sgd"), marks=pytest.mark.slow)],
+    ids=lambda p: "-".join(p))
+def records(request, tmp_path_factory) -> dict[str, dict]:
+    model, optimizer = request.param
+    folder = tmp_path_factory.mktemp("train_step")
+    weights, reference = shared_inputs(folder, model)
+    return {framework: run_cell(folder / f"{framework}.json", framework, model, optimizer,
+                                "eager", weights, reference)
+            for framework in FRAMEWORKS}
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_a_step_is_timed_whole_and_in_its_parts(records, framework):
+    record = records[framework]
+    assert record["status"] == "ok", record["reason"]
+    timing, step = record["timing"], record["step"]
+    assert step["separable"] and step["parts"] == ["forward_backward", "optimizer"]
+    assert timing["iterations"] >= 10
+    parts = timing["breakdown"]
+    for name in step["parts"]:
+        assert len(parts[name]["samples_ms"]) == timing["iterations"]
+        assert 0 < parts[name]["share"] < 1
+    for i, whole in enumerate(timing["samples_ms"]):
+        assert parts["forward_backward"]["samples_ms"][i] + \
+            parts["optimizer"]["samples_ms"][i] <= whole
+    assert record["throughput"]["tokens_per_s"] == pytest.approx(
+        record["throughput"]["samples_per_s"] * SEQLEN)
+    assert record["throughput"]["samples_per_s"] == pytest.approx(
+        BATCH / timing["median_ms"] * 1e3)
+    assert record["settings"]["learning_rate"] > 0
+    assert record["settings"]["weights"].endswith("model.safetensors")
+
+
+def test_both_frameworks_start_from_the_same_loss(records):
+    """The same weights and the same loss function: the loss before training (dropout
+    off) agrees between the frameworks, and with the reference's, to fp32 rounding."""
+    pytorch, tensorflow = (records[f]["loss"]["initial"] for f in FRAMEWORKS)
+    assert tensorflow == pytest.approx(pytorch, rel=1e-5)
+    for record in records.values():
+        check = record["correctness"]
+        assert check["within_tolerance"] and check["max_rel_error"] < 1e-5
+        assert check["precision"] == "fp32" and check["reference_file"].endswith("ref.npz")
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_the_loss_falls_over_the_steps(records, framework):
+    loss = records[framework]["loss"]
+    assert loss["finite"] and loss["steps"] >= 12  # the first, one warm-up, ten timed
+    first = loss["first_steps"]
+    assert len(first) == 10 and first[0] == loss["first"]
+    assert first[-1] < first[0] - 0.05  # over the first ten steps …
+    assert loss["last"] < first[-1]  # … and on to the last
+
+
+@pytest.mark.slow
+def test_compiled_steps(tmp_path):
+    """torch.compile of the whole step is one part; XLA still times both of TensorFlow's
+    functions, and the compilation is the first step's, not the loop's."""
+    weights, reference = shared_inputs(tmp_path, "tiny-bert")
+    whole = run_cell(tmp_path / "pt.json", "pytorch", "tiny-bert", "adam", "compile-step",
+                     weights, reference)
+    assert whole["status"] == "ok", whole["reason"]
+    assert not whole["step"]["separable"] and whole["step"]["parts"] == ["step"]
+    assert "breakdown" not in whole["timing"]
+    assert "torch.compile" in whole["step"]["implementation"]
+    xla = run_cell(tmp_path / "tf.json", "tensorflow", "tiny-bert", "adam", "xla",
+                   weights, reference)
+    assert xla["status"] == "ok", xla["reason"]
+    assert xla["step"]["separable"] and "XLA" in xla["step"]["implementation"]
+    for record in (whole, xla):
+        assert record["timing"]["cold_start_s"] > 5 * record["timing"]["median_ms"] / 1e3
+        assert record["loss"]["last"] < record["loss"]["first"]
+        assert record["correctness"]["within_tolerance"]
+    assert xla["loss"]["initial"] == pytest.approx(whole["loss"]["initial"], rel=1e-5)
+    for record in (whole, xla):  # strict JSON: no NaN from an empty part or a loss
+        json.dumps(record, allow_nan=False)
+
+
+@pytest.mark.slow
+def test_tensorflows_legacy_optimizer(tmp_path):
+    """tf.keras.optimizers.legacy: the update as one C++ kernel per variable, the same
+    training otherwise."""
+    weights, reference = shared_inputs(tmp_path, "tiny-bert")
+    record = run_cell(tmp_path / "tf.json", "tensorflow", "tiny-bert", "adam",
+                      "legacy-optimizer", weights, reference)
+    assert record["status"] == "ok", record["reason"]
+    assert "legacy" in record["step"]["implementation"]
+    assert "one C++ kernel per variable" in record["step"]["implementation"]
+    assert record["step"]["separable"] and record["correctness"]["within_tolerance"]
+    assert record["loss"]["last"] < record["loss"]["first"]

@@ -1,0 +1,356 @@
+"""The training scenario: the same CNN in both frameworks (parameters, layer shapes, logits),
+data sets built from every source, input-pipeline settings, the cells and their reasons,
+and training cells measured for real in both frameworks."""
+
+import json
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dlbench import config, result
+from dlbench.data import __main__ as data_cli
+from dlbench.data import cifar10, read_manifest, synthetic
+from dlbench.data.pipeline import parse
+from dlbench.matrix import expand_cells
+from dlbench.models.vision import MODELS, initial_weights
+from tests.conftest import tool_env
+
+CNN = MODELS["cnn"]
+FAST = ["--warmup-iterations=1"]
+
+
+def python(code: str, timeout: int = 300) -> str:
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=timeout, env=tool_env())
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+# -- the model, defined once ----------------------------------------------------------------
+
+
+def test_the_cnn_is_the_published_one():
+    shapes = CNN.shapes()
+    assert shapes["fc1.weight"] == (512, 100 * 8 * 8)
+    assert np.prod(shapes["fc1.weight"]) + shapes["fc1.bias"][0] == 3_277_312
+    assert CNN.parameters() == 3_441_592
+    weights = initial_weights(CNN, 0)
+    assert all(not w.any() for name, w in weights.items() if name.endswith(".bias"))
+    limit = np.sqrt(6 / (3 * 9 + 50 * 9))  # Glorot-uniform, Keras's fans for a 3×3 kernel
+    assert 0.95 * limit < np.abs(weights["conv1.weight"]).max() <= limit
+    assert all((a == b).all() for a, b in zip(weights.values(),
+                                              initial_weights(CNN, 0).values(), strict=True))
+    assert not (weights["fc2.weight"] == initial_weights(CNN, 1)["fc2.weight"]).all()
+
+
+LOGITS = """
+import sys, json
+import numpy as np
+from dlbench.frameworks import load_backend, load_ops
+from dlbench.data.synthetic import generate
+from dlbench.models.vision import MODELS, initial_weights
+from dlbench.training_recipes import OPTIMIZATIONS
+ops = load_ops(load_backend({framework!r}, "cpu", 2, 1), "training")
+model = ops.build(MODELS["cnn"], initial_weights(MODELS["cnn"], 7), OPTIMIZATIONS["eager"])
+manifest = {{"mean": [0.4, 0.45, 0.5], "std": [0.2, 0.25, 0.3]}}
+logits = ops.logits(model, generate(16, 3).images, manifest)
+np.save({out!r}, logits)
+shapes = {shapes}
+print(json.dumps({{"parameters": int(count), "shapes": shapes}}))
+"""
+SHAPES = {
+    "pytorch": ("{k: list(v.shape) for k, v in model.state_dict().items()}",
+                "sum(p.numel() for p in model.parameters())"),
+    "tensorflow": ("{w.name: list(w.shape) for w in model.weights}", "model.count_params()"),
+}
+
+
+def test_both_frameworks_build_the_same_function(tmp_path):
+    """Same parameter count, the same layers in each framework's layout, and the same
+    logits for one batch with dropout off, from the same initial weights."""
+    found = {}
+    for framework, (shapes, count) in SHAPES.items():
+        out = tmp_path / f"{framework}.npy"
+        code = LOGITS.format(framework=framework, out=str(out), shapes=shapes)
+        code = code.replace("int(count)", f"int({count})")
+        found[framework] = json.loads(python(code).strip().splitlines()[-1])
+        found[framework]["logits"] = np.load(out)
+    assert found["pytorch"]["parameters"] == found["tensorflow"]["parameters"] == 3_441_592
+    torch_shapes, tf_shapes = found["pytorch"]["shapes"], found["tensorflow"]["shapes"]
+    assert torch_shapes["conv2.weight"] == [50, 50, 3, 3]  # OIHW
+    assert tf_shapes["conv2/kernel:0"] == [3, 3, 50, 50]  # HWIO
+    assert torch_shapes["fc1.weight"] == [512, 6400] and tf_shapes["fc1/kernel:0"] == [6400, 512]
+    a, b = found["pytorch"]["logits"], found["tensorflow"]["logits"]
+    assert a.shape == b.shape == (16, 10)
+    assert np.abs(a - b).max() / np.abs(a).max() < 1e-4  # the fp32 tolerance of inference
+    assert np.abs(a).max() > 1e-3  # not a trivial agreement
+
+
+# -- data sets and pipelines -----------------------------------------------------------------
+
+
+def test_synthetic_images_are_balanced_deterministic_and_varied():
+    first, again = synthetic.generate(60, 5), synthetic.generate(60, 5)
+    assert first.images.shape == (60, 32, 32, 3) and first.images.dtype == np.uint8
+    assert (first.images == again.images).all() and (first.labels == again.labels).all()
+    assert np.bincount(first.labels).tolist() == [6] * 10
+    same_class = first.images[first.labels == 3].astype(float)
+    assert np.abs(same_class[0] - same_class[1]).mean() > 10  # not one image repeated
+
+
+def test_every_source_builds_a_data_set_with_a_manifest(tmp_path):
+    built = data_cli.build("synthetic", tmp_path / "synthetic", 40, 20, 0)
+    manifest = read_manifest(built)
+    assert manifest["counts"] == {"train": 40, "test": 20}
+    assert (tmp_path / "synthetic" / manifest["train"][0][0]).is_file()
+    assert len(manifest["mean"]) == len(manifest["std"]) == 3
+
+    digits = read_manifest(data_cli.build("digits", tmp_path / "digits", 0, 0, 0))
+    assert digits["counts"]["train"] + digits["counts"]["test"] == 1797  # sklearn's digits
+    assert digits["image_shape"] == [32, 32, 3] and digits["classes"][9] == "9"
+
+
+def fake_cifar10(folder, per_batch: int = 12):
+    """A tiny CIFAR-10 in the real format: pickled dicts of bytes keys, CHW rows."""
+    rng = np.random.default_rng(0)
+    folder.mkdir()
+    for name in cifar10.TRAIN + cifar10.TEST:
+        batch = {b"data": rng.integers(0, 256, (per_batch, 3072), dtype=np.uint8),
+                 b"labels": list(rng.integers(0, 10, per_batch))}
+        (folder / name).write_bytes(pickle.dumps(batch))
+    names = [n.encode() for n in ("airplane", "automobile", "bird", "cat", "deer", "dog",
+                                  "frog", "horse", "ship", "truck")]
+    (folder / cifar10.META).write_bytes(pickle.dumps({b"label_names": names}))
+    return folder
+
+
+def test_cifar10_from_a_folder_and_clear_errors(tmp_path):
+    source = fake_cifar10(tmp_path / "cifar-10-batches-py")
+    manifest = read_manifest(data_cli.build("cifar10", tmp_path / "out", 0, 0, 0, str(source)))
+    assert manifest["counts"] == {"train": 60, "test": 12}
+    assert manifest["classes"][1] == "automobile"
+    (source / "data_batch_3").unlink()
+    with pytest.raises(ValueError, match="lacks data_batch_3; expected CIFAR-10's python"):
+        cifar10.check(source)
+    with pytest.raises(ValueError, match="is not set"):
+        cifar10.check("")
+    training = {"frameworks": ["pytorch"], "devices": ["cpu"], "training": {
+        "models": ["cnn"], "datasets": ["cifar10"], "batch_sizes": [64], "pipelines": ["w0"],
+        "optimizers": ["sgd"], "optimizations": ["eager"]}}
+    with pytest.raises(config.ConfigError, match="data_batch_3"):
+        config.validate({**training, "data": {"cifar10_dir": str(source)}})
+
+
+@pytest.mark.parametrize(("name", "expected"), [
+    ("memory", {"in_memory": True, "workers": 0}),
+    ("w0", {"in_memory": False, "workers": 0, "prefetch": None, "cache": False}),
+    ("w2-p4-cache", {"workers": 2, "prefetch": 4, "cache": True, "pin_memory": False}),
+    ("w1-pin", {"workers": 1, "pin_memory": True}),
+])
+def test_pipeline_names(name, expected):
+    described = parse(name).describe()
+    assert {k: described[k] for k in expected} == expected
+
+
+def test_pipeline_names_that_do_not_parse_or_apply():
+    with pytest.raises(ValueError, match="expected 'memory' or w<workers>"):
+        parse("w-2")
+    assert "there is none" in parse("w2-pin").unsupported_reason("pytorch", "cpu")
+    assert parse("w2-pin").unsupported_reason("pytorch", "gpu") is None
+    assert "tf.data has none" in parse("w2-pin").unsupported_reason("tensorflow", "gpu")
+    assert "with 0 workers" in parse("w0-p2").unsupported_reason("pytorch", "cpu")
+
+
+# -- cells -------------------------------------------------------------------------------------
+
+
+def test_training_cells_ids_and_reasons():
+    cells = {c.id: c for c in expand_cells(config.validate({
+        "frameworks": ["pytorch", "tensorflow"], "devices": ["cpu"], "training": {
+            "models": ["cnn"], "datasets": ["synthetic"], "batch_sizes": [64],
+            "pipelines": ["w0"], "optimizers": ["adam"],
+            "optimizations": ["eager", "channels-last", "channels-first", "xla"]}}))}
+    reasons = {i: c.unsupported_reason() for i, c in cells.items()}
+    assert reasons["training_pytorch_cnn_cpu_b64_synthetic_w0_adam_eager"] is None
+    assert reasons["training_tensorflow_cnn_cpu_b64_synthetic_w0_adam_xla"] is None
+    assert reasons["training_pytorch_cnn_cpu_b64_synthetic_w0_adam_xla"] == (
+        "optimization 'xla' does not exist in PyTorch training (only in TensorFlow)")
+    assert "support only NHWC" in reasons[
+        "training_tensorflow_cnn_cpu_b64_synthetic_w0_adam_channels-first"]
+    cell = cells["training_pytorch_cnn_cpu_b64_synthetic_w0_adam_eager"]
+    assert cell.params() == {"scenario": "training", "framework": "pytorch", "model": "cnn",
+                             "device": "cpu", "batch": 64, "dataset": "synthetic",
+                             "pipeline": "w0", "optimizer": "adam", "optimization": "eager"}
+    assert cell.spec.setting_args(config.validate({
+        "frameworks": ["pytorch"], "devices": ["cpu"], "training": {
+            "models": ["cnn"], "datasets": ["synthetic"], "batch_sizes": [64],
+            "pipelines": ["w0"], "optimizers": ["adam"], "optimizations": ["eager"],
+            "learning_rate": {"adam": 0.003}}})["training"], cell)[:2] == [
+        "--epochs=10", "--learning-rate=0.003"]
+
+
+# -- measured for real ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def small_data(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("data") / "synthetic"
+    data_cli.build("synthetic", folder, 256, 100, 0)
+    return folder
+
+
+def run_training(tmp_path, data, framework, pipeline, optimization, *extra) -> dict:
+    out = tmp_path / f"{framework}_{pipeline}_{optimization}.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "dlbench", "run", "--scenario=training",
+         f"--framework={framework}", "--model=cnn", "--device=cpu", "--batch=64",
+         "--dataset=synthetic", f"--pipeline={pipeline}", "--optimizer=sgd",
+         f"--optimization={optimization}", "--epochs=2", f"--data={data}", *FAST, *extra,
+         f"--out={out}"], capture_output=True, text=True, timeout=600, env=tool_env())
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    record = result.read(out)
+    assert record["status"] == "ok", record["reason"]
+    return record
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("framework", "pipeline", "optimization"), [
+    ("pytorch", "w2-cache", "eager"), ("pytorch", "memory", "compile"),
+    ("tensorflow", "w2-cache", "graph"), ("tensorflow", "memory", "xla"),
+])
+def test_pipelines_and_recipes_train_and_record(tmp_path, small_data, framework, pipeline,
+                                                optimization):
+    record = run_training(tmp_path, small_data, framework, pipeline, optimization)
+    training, timing = record["training"], record["timing"]
+    assert len(training["test_accuracy"]) == len(training["train_loss"]) == 2
+    assert training["steps_per_epoch"] == 4 and timing["iterations"] == 2 * 4 - 2
+    assert training["train_loss"][1] < training["train_loss"][0]  # it learns
+    parts = timing["breakdown"]
+    assert len(parts["input_wait"]["samples_ms"]) == timing["iterations"]
+    named = ["input_wait", "copy", "forward_backward", "optimizer"]
+    assert list(parts) == [*named, "rest"]
+    for i, total in enumerate(timing["samples_ms"]):  # the parts are the step, per step …
+        assert sum(parts[p]["samples_ms"][i] for p in parts) == pytest.approx(total)
+    # … and the named parts explain it within 5%, per step and on average
+    assert all(parts["rest"]["samples_ms"][i] <= 0.05 * total
+               for i, total in enumerate(timing["samples_ms"]))
+    assert sum(parts[p]["share"] for p in named) >= 0.95
+    ablation = record["ablation"]
+    assert ablation["samples_per_s"] > 0 and ablation["iterations"] >= 3
+    assert ablation["efficiency"] == pytest.approx(record["throughput"]["samples_per_s"]
+                                                   / ablation["samples_per_s"])
+    cache = record["pipeline"]["page_cache"]
+    assert cache["files"] == 256 and 0 <= cache["resident_fraction"] <= 1
+    assert record["pipeline"]["workers"] == (2 if pipeline.startswith("w2") else 0)
+    assert record["utilization"]["process_cpu_cores_mean"] > 0
+
+
+@pytest.mark.slow
+def test_repeats_train_with_different_seeds(tmp_path, small_data):
+    record = run_training(tmp_path, small_data, "pytorch", "w0", "eager", "--repeats=2")
+    training = record["training"]
+    assert training["seeds"] == [0, 1] and len(training["final_accuracies"]) == 2
+    assert training["final_accuracy"] == pytest.approx(np.mean(training["final_accuracies"]))
+    assert len(training["test_accuracy_per_seed"]) == 2
+
+
+@pytest.mark.slow
+def test_training_through_the_workflow_to_the_report(tmp_path):
+    """Both frameworks train the CNN for one short epoch on a few hundred images, through
+    the real workflow: the data set is built once, every result validates, and the report's
+    training section shows the accuracy match, the throughput table and the figures."""
+    import pandas as pd
+
+    from tests import report_html
+    from tests.conftest import REPO, snakemake
+
+    matrix = {"frameworks": ["pytorch", "tensorflow"], "devices": ["cpu"],
+              "training": {"models": ["cnn"], "datasets": ["synthetic"], "batch_sizes": [32],
+                           "pipelines": ["w0"], "optimizers": ["sgd"],
+                           "optimizations": ["eager", "graph"], "epochs": 1},
+              "data": {"synthetic_train": 200, "synthetic_test": 100},
+              "measurement": {"warmup_iterations": 1}}
+    profile = ["--workflow-profile", str(REPO / "workflow" / "profiles" / "default")]
+    run = snakemake(tmp_path, matrix, *profile, "--cores", "2")
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert read_manifest(tmp_path / "results/data/synthetic/manifest.json")["counts"] == {
+        "train": 200, "test": 100}
+    summary = pd.read_parquet(tmp_path / "results" / "summary.parquet").set_index("cell_id")
+    ok = summary[summary["status"] == "ok"]
+    assert sorted(ok.index) == ["training_pytorch_cnn_cpu_b32_synthetic_w0_sgd_eager",
+                                "training_tensorflow_cnn_cpu_b32_synthetic_w0_sgd_eager",
+                                "training_tensorflow_cnn_cpu_b32_synthetic_w0_sgd_graph"]
+    for cell, row in ok.iterrows():
+        result.read(tmp_path / "results" / "runs" / f"{cell}.json")
+        assert len(row["training_test_accuracy"]) == 1
+        assert 0 <= row["breakdown_input_wait_share"] < 1
+    html = (tmp_path / "report" / "report.html").read_text()
+    assert "Training: the same CNN, trained from image files" in html
+    assert "Final test accuracy per framework" in html
+    throughput = next(rows for _, rows in report_html.tables(html)
+                      if "waiting for data" in rows[0])
+    assert len(throughput) == 1 + 3  # a header and the three cells that ran
+    images = report_html.images(html)  # accuracy curves; step parts beside the distribution
+    assert len(images) == 2 and all(w > 300 and h > 200 for w, h in images)
+
+
+# -- the analysis: accuracy match --------------------------------------------------------------
+
+
+def trained_cells(*rows) -> pd.DataFrame:
+    """Synthetic training rows: (framework, optimization, final accuracy, seeds' accuracies)."""
+    from dlbench.analysis.summary import derive
+
+    frame = pd.DataFrame([{
+        "cell_id": f"{fw}_{opt}_{i}", "scenario": "training", "framework": fw, "model": "cnn",
+        "device": "cpu", "batch": 64, "dataset": "synthetic", "pipeline": "w0",
+        "optimizer": "sgd", "optimization": opt, "status": "ok", "reason": None,
+        "median_ms": 100.0, "samples_per_s": 640.0, "training_learning_rate": 0.01,
+        "training_epochs": 10, "training_accuracy_tolerance": 0.02,
+        "training_final_accuracy": acc, "training_final_accuracies": seeds,
+        "training_time_to_accuracy_s": None, "breakdown_input_wait_share": 0.1,
+    } for i, (fw, opt, acc, seeds) in enumerate(rows)])
+    return derive(frame)
+
+
+def test_accuracies_within_the_tolerance_match():
+    from dlbench.analysis import training
+
+    match = training.accuracy_match(trained_cells(("pytorch", "eager", 0.80, None),
+                                                  ("tensorflow", "graph", 0.79, None)))
+    assert match.loc[0, "verdict"] == "match"
+    assert match.loc[0, "difference"] == pytest.approx(0.01)
+
+
+def test_a_difference_beyond_the_measured_spread_is_a_mismatch_and_flags_the_cells():
+    from dlbench.analysis import training
+
+    cells = trained_cells(("pytorch", "eager", 0.80, [0.79, 0.81]),
+                          ("tensorflow", "graph", 0.70, [0.69, 0.71]))
+    match = training.accuracy_match(cells)
+    assert match.loc[0, "verdict"] == "mismatch" and match.loc[0, "spread"] == pytest.approx(
+        0.02)
+    assert training.mismatched(cells).all()  # their speed does not count
+    assert training.throughput_table(cells)["accuracy"].str.endswith("✗").all()
+
+
+def test_a_difference_inside_the_seed_spread_matches():
+    from dlbench.analysis import training
+
+    match = training.accuracy_match(trained_cells(
+        ("pytorch", "eager", 0.75, [0.70, 0.80]), ("tensorflow", "graph", 0.71, [0.66, 0.76])))
+    assert match.loc[0, "verdict"] == "match"  # 4 points apart, seeds 10 points apart
+
+
+def test_one_seed_on_a_side_cannot_establish_a_mismatch():
+    from dlbench.analysis import training
+
+    match = training.accuracy_match(trained_cells(
+        ("pytorch", "eager", 0.80, None), ("tensorflow", "graph", 0.70, None)))
+    assert match.loc[0, "verdict"] == "not established"
+    assert not training.mismatched(trained_cells(
+        ("pytorch", "eager", 0.80, None), ("tensorflow", "graph", 0.70, None))).any()

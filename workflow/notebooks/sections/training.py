@@ -1,0 +1,132 @@
+# %% tags=["parameters"]
+# The training section of the report: the same CNN trained by each framework from image
+# files. This cell lets the section run on its own; in the report, the head's parameters
+# replace it.
+summary = "results/summary.parquet"
+
+# %%
+import matplotlib.pyplot as plt
+
+from dlbench.analysis import bottleneck, plots
+from dlbench.analysis import training as training_analysis
+from dlbench.analysis.summary import load, of_scenario
+from dlbench.report.display import say, show
+from dlbench.report.format import blank_repeats, file_link
+
+df = of_scenario(load(summary), "training")
+trained = training_analysis.cells(df)
+say("# Training: the same CNN, trained from image files")
+
+# %% [markdown]
+# Each framework trains the same convolutional network (the DeepLearningFrameworks CNN: four
+# 3×3 convolutions, two dense layers, 3.4M parameters), from the same initial weights, on the
+# same PNG files read through its own input pipeline (PyTorch: `Dataset` + `DataLoader` with
+# PIL; TensorFlow: `tf.data` with `decode_png`; `memory`: the decoded set as one array), with
+# the same augmentation (random crop with padding 4, horizontal flip, normalisation). A cell
+# is timed step by step in the steady state: the first step (compilation, pipeline start-up)
+# and the warm-up steps are left out. After every epoch the model is tested with dropout off.
+#
+# **Accuracy is the proof that both frameworks trained the same model**, not a ranking: the
+# final test accuracies of cells that should learn alike (same model, data, batch, optimizer,
+# learning rate and epochs) must agree within the tolerance, or within the spread measured
+# among one framework's own cells and seeds if that is larger. A **mismatch** is flagged ✗
+# like a wrong answer in inference: its speed does not count.
+
+# %%
+if trained.empty:
+    say("No training cell ran: nothing to compare.")
+else:
+    match = training_analysis.accuracy_match(trained)
+    if match.empty:
+        say("Accuracy cannot be compared: no group of cells has both frameworks.")
+    else:
+        show(training_analysis.match_table(match),
+             "Final test accuracy per framework (mean over its cells and seeds)",
+             left=["model", "dataset", "optimizer", "verdict"])
+        counts = match["verdict"].value_counts()
+        say(f"{counts.get('match', 0)} of {len(match)} groups match. "
+            + ("Groups *not established* differ by more than the tolerance, with no spread "
+               "measured on one side: run them with `measurement.repeats: 3` (three seeds) "
+               "to tell noise from a real difference."
+               if counts.get("not established") else ""))
+
+# %% [markdown]
+# ## Throughput per framework, optimization and input pipeline
+#
+# Images per second in the steady state (the batch over the median step, waiting for the next
+# batch included), the step's median, the share of it spent **waiting for the input
+# pipeline**, and the speed-up over the framework's eager with the same pipeline and
+# optimizer. Time to target: training time (evaluation apart) until the test accuracy first
+# reached the configured target.
+
+# %%
+if not trained.empty:
+    show(blank_repeats(training_analysis.throughput_table(trained), "framework"),
+         left=["framework", "optimization", "pipeline", "optimizer", "accuracy"])
+
+# %% [markdown]
+# ## Where the time goes: a verdict per cell, proved by an ablation
+#
+# Every step is timed in parts: waiting for the next batch (the pipeline's `next()`), the copy
+# to the device, forward + backward, the optimizer step, and the rest. A cell is
+# **input-bound** when it waits ≥ 20% of each step for data (TensorFlow's profiler's
+# threshold; **partly** from 5%), **compute-bound** on a CPU when its own computation
+# dominates (on a GPU: **gpu-bound**, or **host-bound** when the device idles while nothing
+# waits for input). The proof: after training, each cell runs the same steps fed one batch
+# already in device memory — no decoding, no copy. That is the **ceiling** any pipeline could
+# reach, and the pipeline's **efficiency** is the real throughput over it. On a CPU the
+# loaders can also slow the step itself by taking its cores: a low efficiency with little
+# waiting says so. Beside each verdict, the figures sampled from outside the cell: CPU of the
+# training process and of its loader workers, disk reads, and how much of the data set was in
+# the page cache when the cell started.
+
+# %%
+if not trained.empty:
+    verdicts = bottleneck.table(trained)
+    if verdicts["flame graph"].eq("").all():  # no cell was profiled
+        verdicts = verdicts.drop(columns="flame graph")
+    else:
+        verdicts["flame graph"] = verdicts["flame graph"].map(file_link)
+    show(verdicts, "Verdict, its reasons and evidence, the ceiling and what to try next",
+         left=[c for c in ("cell", "verdict", "why", "evidence", "try next", "flame graph")
+               if c in verdicts])
+    say("Images/s per framework, optimization and optimizer (rows) and input pipeline "
+        "(columns): which knob moved what.")
+    show(blank_repeats(bottleneck.pipeline_table(trained), "framework"),
+         left=["framework", "optimization", "optimizer"])
+    if trained["profiled"].any():
+        say("Cells marked *(profiled)* ran under py-spy (sampling from outside, "
+            "non-blocking): their timings are not compared with cells that were not.")
+
+# %% [markdown]
+# ## Accuracy per epoch
+#
+# Test accuracy after each epoch, one line per cell and seed: lines of both colours lying on
+# each other are the two frameworks training the same model alike.
+
+# %%
+if not trained.empty:
+    curves = training_analysis.curves(trained)
+    for key, group in curves.groupby(["optimizer"]):
+        fig, ax = plt.subplots(figsize=(7, 3.5))
+        plots.accuracy_curves(group, ax)
+        ax.set_title(f"optimizer {key[0]}", fontsize=11)
+        plt.tight_layout()
+        plt.show()
+
+# %% [markdown]
+# ## Where a step's time goes, and how steps vary
+#
+# Left: the mean time per step in each part — waiting for the next batch (red), the copy to
+# the device, forward + backward, the optimizer step, the rest. Right: each cell's step
+# times, quartiles in the box, from the fastest step to the 99th percentile.
+
+# %%
+if not trained.empty:
+    height = 0.35 * len(trained) + 1.5
+    fig, (left, right) = plt.subplots(1, 2, figsize=(13, height), sharey=False)
+    plots.step_parts(training_analysis.step_parts(trained), left)
+    plots.step_distribution(trained.sort_values("cell_id"), right)
+    right.set_yticklabels([])
+    plt.tight_layout()
+    plt.show()

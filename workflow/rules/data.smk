@@ -1,0 +1,24 @@
+# The training data sets: built once as PNG files in class folders with a manifest, read by
+# every training cell through its framework's own input pipeline. Like the reference rules,
+# the job holds the CPU's device lock while it writes, so it never overlaps a timing cell.
+
+
+rule dataset:
+    output:
+        directory("results/data/{dataset}"),
+    log:
+        "logs/data/{dataset}.log",
+    wildcard_constraints:
+        dataset=alternatives(DATASETS) or "^$",
+    params:
+        args=dataset_args,
+        src=SRC,
+        python=PYTHON,
+    threads: 1
+    resources:
+        cpu_timing=1,
+    conda:
+        "../../envs/data.yaml"
+    shell:
+        "PYTHONPATH={params.src:q} {params.python:q} -m dlbench.data --dataset={wildcards.dataset}"
+        " --out={output:q} {params.args} > {log:q} 2>&1"
