@@ -74,9 +74,13 @@ def to_row(record: dict, source: Path) -> dict:
 
 def summarize(paths: Iterable[Path]):
     """The summary DataFrame; ResultError names the first file that cannot be used."""
+    return table([to_row(result.read(path), Path(path)) for path in paths])
+
+
+def table(rows: list[dict]):
+    """The summary DataFrame of rows (`to_row`), sorted; ResultError for a cell twice."""
     import pandas as pd
 
-    rows = [to_row(result.read(path), Path(path)) for path in paths]
     frame = pd.DataFrame(rows)
     duplicated = frame["cell_id"][frame["cell_id"].duplicated()]
     if not duplicated.empty:

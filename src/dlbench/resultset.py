@@ -1,0 +1,66 @@
+"""A result set to compare with another: a results folder — its runs/*.json, which keep
+every cell's per-iteration samples — or a summary file (.parquet or .csv), which holds only
+each cell's median and its interval."""
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from dlbench import aggregate, result
+from dlbench.analysis.summary import derive
+
+SUMMARY_SUFFIXES = (".parquet", ".csv")
+
+
+class ResultSetError(ValueError):
+    """A path that holds no result set; the message names it and what was expected."""
+
+
+@dataclass
+class ResultSet:
+    """summary: one row per cell (as `dlbench.analysis.summary.derive` returns it).
+    samples: per cell id, the per-iteration samples (ms) of its timed loop; processes: per
+    cell id measured in several processes (repeats), the median of each. Both are empty
+    for a summary file."""
+
+    name: str
+    summary: pd.DataFrame
+    samples: dict[str, list[float]] = field(default_factory=dict)
+    processes: dict[str, list[float]] = field(default_factory=dict)
+
+
+def load(path: str | Path) -> ResultSet:
+    """The result set at `path`: a folder with runs/*.json (or a folder of result JSONs),
+    or a summary file; ResultSetError or result.ResultError otherwise."""
+    path = Path(path)
+    if not path.exists():
+        raise ResultSetError(f"{path}: no such folder or file; give a results folder "
+                             "(with runs/*.json) or a summary (.parquet or .csv)")
+    if path.is_dir():
+        return _folder(path)
+    if path.suffix not in SUMMARY_SUFFIXES:
+        raise ResultSetError(f"{path}: not a summary (.parquet or .csv) nor a results folder")
+    summary = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+    if summary.empty or "cell_id" not in summary:
+        raise ResultSetError(f"{path}: a summary without cells")
+    return ResultSet(str(path), derive(summary))
+
+
+def _folder(path: Path) -> ResultSet:
+    runs = path / "runs" if (path / "runs").is_dir() else path
+    files = sorted(runs.glob("*.json"))
+    if not files:
+        raise ResultSetError(f"{path}: no results in it (expected {runs}/*.json, the files "
+                             "that `snakemake` writes under results/runs/)")
+    rows, samples, processes = [], {}, {}
+    for file in files:
+        record = result.read(file)
+        rows.append(aggregate.to_row(record, file))
+        timing = record.get("timing") or {}
+        if timing.get("samples_ms"):
+            samples[record["cell_id"]] = list(timing["samples_ms"])
+        repeats = timing.get("repeats") or []
+        if len(repeats) > 1:
+            processes[record["cell_id"]] = [r["median_ms"] for r in repeats]
+    return ResultSet(str(path), derive(aggregate.table(rows)), samples, processes)
