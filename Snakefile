@@ -18,9 +18,11 @@ include: "workflow/rules/data.smk"
 include: "workflow/rules/run.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/compare.smk"
 
 
 rule all:
     input:
         "report/report.html",
+        COMPARE_OUTPUTS,
     default_target: True

@@ -1,5 +1,6 @@
 """The dlbench command: `run` measures cells, `aggregate` joins results, `report` renders
-the report, `check` validates a config, `list` shows the known names."""
+the report, `compare` compares two result sets, `check` validates a config, `list` shows
+the known names."""
 
 import argparse
 import sys
@@ -57,6 +58,18 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--summary", required=True, type=Path)
     rep.add_argument("--executed", required=True, type=Path, help="the executed notebook")
     rep.add_argument("--out", required=True, type=Path, help="the HTML to write")
+
+    cmp = commands.add_parser(
+        "compare", help="compare two result sets cell by cell: changes of the median with "
+        "their interval and significance, regressions first")
+    for name, which in (("baseline", "the baseline"), ("new", "the new set")):
+        cmp.add_argument(name, type=Path, help=f"{which}: a results folder (its runs/*.json, "
+                         "with samples) or a summary (.parquet or .csv)")
+    cmp.add_argument("--csv", type=Path, help="write the comparison as CSV")
+    cmp.add_argument("--html", type=Path, help="write the comparison as an HTML page")
+    cmp.add_argument("--notebook", type=Path, help="the page's notebook (default: "
+                     "workflow/notebooks/compare.py of this checkout)")
+    cmp.add_argument("--executed", type=Path, help="keep the executed notebook here")
 
     check = commands.add_parser("check", help="validate a config file and count its cells")
     check.add_argument("config", type=Path)
@@ -184,6 +197,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "check":
         return _check(args.config)
+    if args.command == "compare":
+        from dlbench import compare
+
+        return compare.run(args.baseline, args.new, args.csv, args.html,
+                           args.notebook or compare.NOTEBOOK, args.executed)
     if args.command == "report":
         from dlbench.report import render
 

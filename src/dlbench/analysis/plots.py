@@ -219,3 +219,37 @@ def optimizer_share(ax: Axes, bars: pd.DataFrame, title: str = "") -> Axes:
         ax.set_title(title, fontsize=11)
     sns.despine(ax=ax)
     return ax
+
+
+VERDICT_COLORS = {"regression": "tab:red", "improvement": "tab:green",
+                  "not significant": "tab:gray"}
+
+
+def change_size(cells: pd.DataFrame) -> tuple[float, float]:
+    """A figure size (inches) that fits the change plot of these compared cells."""
+    return 9.0, 0.32 * len(cells) + 1.6
+
+
+def change_intervals(ax: Axes, cells: pd.DataFrame) -> Axes:
+    """New/baseline ratio per compared cell (dlbench.analysis.compare) with its 95%
+    interval, on a log scale around 1, coloured by verdict; the first row on top."""
+    rows = np.arange(len(cells))[::-1]
+    ratio = cells["ratio"].astype(float).to_numpy()
+    errors = np.nan_to_num(np.abs(np.vstack([ratio - cells["ratio_low"].astype(float),
+                                             cells["ratio_high"].astype(float) - ratio])))
+    for i, verdict in enumerate(cells["verdict"]):
+        ax.errorbar(ratio[i], rows[i], xerr=errors[:, i:i + 1], fmt="o", capsize=3,
+                    color=VERDICT_COLORS.get(verdict, "tab:gray"))
+    ax.axvline(1, color="black", linewidth=0.8)
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.set_yticks(rows, cells["cell_id"])
+    ax.set_xlabel("new / baseline median (log scale): above 1 slower, below 1 faster")
+    ax.grid(True, axis="x", which="both", alpha=0.3)
+    handles = [mpl.lines.Line2D([], [], marker="o", linestyle="", color=color, label=verdict)
+               for verdict, color in VERDICT_COLORS.items()]
+    ax.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=3,
+              frameon=False)
+    sns.despine(ax=ax)
+    return ax

@@ -7,6 +7,7 @@ and beside it `sections/<scenario>.py` for a scenario with a section of its own,
 `sections/generic.py` for any other (its `scenario` set to the scenario's name) and
 `sections/_tail.py` for what applies to every scenario. Each section's own cell tagged
 "parameters" (its defaults, so that it runs alone) gives way to the head's parameters.
+`dlbench compare` renders its page the same way from a notebook of its own.
 """
 
 import os
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
 SRC = Path(__file__).resolve().parents[2]
 SECTIONS = "sections"
 GENERIC = "generic"
+# The HTML page: nbconvert's lab template, less the scripts it would fetch from the network.
+OFFLINE = Path(__file__).with_name("offline.html.j2")
 TAIL = "_tail"
 # A scenario's name finds its section file: only plain names, never generic's or the tail's.
 _SECTION_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
@@ -76,19 +79,37 @@ def _this_dlbench_first() -> Iterator[None]:
 def render(notebook: Path, summary: Path, executed: Path, html: Path) -> None:
     """The report of `summary` as `html`, from the head `notebook` and its sections; the
     executed notebook (its input beside it, *.input.ipynb) is kept as `executed`."""
+    from dlbench.analysis.summary import load, scenarios
+
+    execute(compose(notebook, scenarios(load(summary))), {"summary": str(summary)},
+            executed, html)
+
+
+def render_compare(notebook: Path, baseline: Path, new: Path, executed: Path,
+                   html: Path) -> None:
+    """The comparison of two result sets as `html`, from the notebook `notebook` (e.g.
+    workflow/notebooks/compare.py), rendered like the report."""
+    import jupytext
+
+    execute(jupytext.read(notebook), {"baseline": str(baseline), "new": str(new)},
+            executed, html)
+
+
+def execute(notebook: "NotebookNode", parameters: dict, executed: Path, html: Path) -> None:
+    """Run the notebook with papermill on `parameters`, keep it as `executed` (its input
+    beside it, *.input.ipynb) and write it as `html` without code cells."""
     import jupytext
     import nbconvert
     import papermill
 
-    from dlbench.analysis.summary import load, scenarios
-
     executed.parent.mkdir(parents=True, exist_ok=True)
     source = executed.with_name(executed.stem + ".input.ipynb")
-    jupytext.write(compose(notebook, scenarios(load(summary))), source)
+    jupytext.write(notebook, source)
     with _this_dlbench_first():
         papermill.execute_notebook(
-            source, executed, parameters={"summary": str(summary)}, kernel_name="python3",
+            source, executed, parameters=parameters, kernel_name="python3",
             progress_bar=False,
         )
-    body, _ = nbconvert.HTMLExporter(exclude_input=True).from_filename(str(executed))
+    exporter = nbconvert.HTMLExporter(exclude_input=True, template_file=str(OFFLINE))
+    body, _ = exporter.from_filename(str(executed))
     write_text_atomic(html, body)

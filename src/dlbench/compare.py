@@ -1,0 +1,72 @@
+"""`dlbench compare A B`: two result sets as a table in the terminal, a CSV and an HTML page
+(the comparison itself is dlbench.analysis.compare)."""
+
+import sys
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+from dlbench import result
+from dlbench.report import SRC
+
+NOTEBOOK = SRC.parent / "workflow" / "notebooks" / "compare.py"
+
+
+def run(baseline: Path, new: Path, csv: Path | None = None, html: Path | None = None,
+        notebook: Path = NOTEBOOK, executed: Path | None = None) -> int:
+    """Compare, print, write the files asked for; 1 with a message if a set cannot be read."""
+    from dlbench import resultset
+    from dlbench.analysis.compare import compare
+
+    try:
+        comparison = compare(resultset.load(baseline), resultset.load(new))
+    except (resultset.ResultSetError, result.ResultError) as exc:
+        print(f"dlbench compare: {exc}", file=sys.stderr)
+        return 1
+    print(text(comparison))
+    if csv is not None:
+        with result.replacing(csv) as tmp:
+            table(comparison).to_csv(tmp, index=False)
+    if html is not None:
+        if not Path(notebook).is_file():
+            print(f"dlbench compare: {notebook}: no such notebook (give --notebook)",
+                  file=sys.stderr)
+            return 1
+        from dlbench.report import render_compare
+
+        with tempfile.TemporaryDirectory() as tmp:
+            render_compare(notebook, baseline, new,
+                           executed or Path(tmp) / "compare.ipynb", html)
+    return 0
+
+
+def table(comparison) -> pd.DataFrame:
+    """Every cell of either set: those of both as compared (`verdict`), then those of one
+    set with the verdict 'only in baseline' or 'only in new'."""
+    alone = [frame.rename(columns={"status": f"{side}_status"}).assign(verdict=f"only in {side}")
+             for side, frame in (("baseline", comparison.only_baseline),
+                                 ("new", comparison.only_new)) if not frame.empty]
+    return pd.concat([comparison.cells, *alone], ignore_index=True)
+
+
+def text(comparison) -> str:
+    """The comparison for the terminal: the warning, the table, the cells of one set."""
+    from dlbench.analysis.compare import IMPROVEMENT, REGRESSION, readable
+
+    lines = [f"baseline: {comparison.baseline}", f"new:      {comparison.new}"]
+    if not comparison.environment.empty:
+        lines += ["", "WARNING: the environments differ in what matters for a comparison:"]
+        lines += [f"  {r.field}: {r.baseline} (baseline) vs {r.new} (new)"
+                  for r in comparison.environment.itertuples()]
+    cells = comparison.cells
+    lines += ["", f"{len(cells)} cells in both sets: {comparison.count(REGRESSION)} "
+              f"regressions, {comparison.count(IMPROVEMENT)} improvements "
+              "(significant: p < 0.05 and the interval of new/baseline excludes 1)"]
+    if not cells.empty:
+        lines += ["", readable(cells).to_string(index=False)]
+    for side, alone in (("baseline", comparison.only_baseline), ("new", comparison.only_new)):
+        if not alone.empty:
+            lines += ["", f"{len(alone)} cells only in {side}:"]
+            lines += [f"  {r.cell_id} ({r.status})" for r in alone.itertuples()]
+    return "\n".join(lines)

@@ -1,0 +1,88 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% tags=["parameters"]
+baseline = "baseline/results"
+new = "results"
+
+# %%
+import matplotlib.pyplot as plt
+
+from dlbench import resultset
+from dlbench.analysis import plots
+from dlbench.analysis.compare import (
+    IMPROVEMENT,
+    NOT_COMPARED,
+    NOT_SIGNIFICANT,
+    REGRESSION,
+    compare,
+    readable,
+)
+from dlbench.report.display import say, show
+
+comparison = compare(resultset.load(baseline), resultset.load(new))
+cells = comparison.cells
+
+# %% [markdown]
+# # dlbench compare: a baseline and a new result set
+#
+# **How to read this page.** Each row is one *cell* that both result sets measured (the same
+# framework, model, device, optimization and sizes). *new/baseline* is the ratio of the two
+# medians: **above 1 the new set is slower**, below 1 it is faster, with the 95% interval
+# that the two medians' intervals allow. *p* is a two-sided Mann-Whitney U test on the
+# per-iteration samples (on the processes' medians where a cell was measured in several
+# processes). A change is a **regression** or an **improvement** only if p < 0.05 *and*
+# the interval excludes 1; anything else is **not significant** — inside the measured noise.
+
+# %%
+say(f"Baseline: `{comparison.baseline}`; new: `{comparison.new}`. "
+    f"{len(cells)} cells in both sets: {comparison.count(REGRESSION)} regressions, "
+    f"{comparison.count(IMPROVEMENT)} improvements, "
+    f"{comparison.count(NOT_SIGNIFICANT)} not significant, "
+    f"{comparison.count(NOT_COMPARED)} not compared (not ok in a set); "
+    f"{len(comparison.only_baseline)} only in the baseline, "
+    f"{len(comparison.only_new)} only in the new set.")
+if not comparison.environment.empty:
+    say("**⚠ Warning: the two sets ran in environments that differ in what matters for a "
+        "comparison** (the hardware, its driver, the libraries on a cell's measured path or "
+        "the precision settings): a change may come from these, not from what you changed.")
+    show(comparison.environment, left=["field", "baseline", "new"])
+
+# %% [markdown]
+# ## Changes, regressions first
+
+# %%
+compared = cells[cells["verdict"].ne(NOT_COMPARED)]
+if compared.empty:
+    say("No cell is ok in both sets: nothing to compare.")
+else:
+    show(readable(compared), left=["verdict", "cell", "status"])
+    fig, ax = plt.subplots(figsize=plots.change_size(compared))
+    plots.change_intervals(ax, compared)
+    plt.tight_layout()
+    plt.show()
+
+# %% [markdown]
+# ## Cells not compared
+
+# %%
+skipped = cells[cells["verdict"].eq(NOT_COMPARED)]
+if skipped.empty:
+    say("Every cell of both sets was ok in both.")
+else:
+    say("Cells that both sets hold but that are not ok (timed) in both:")
+    show(readable(skipped)[["cell", "status"]], left=["cell", "status"])
+for name, alone in (("the baseline", comparison.only_baseline),
+                    ("the new set", comparison.only_new)):
+    if not alone.empty:
+        say(f"**{len(alone)} cells only in {name}:**")
+        show(alone, left=["cell_id", "status"])

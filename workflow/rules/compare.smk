@@ -1,0 +1,40 @@
+# With `compare.baseline` set: this run's results against the baseline's, as a page and a
+# CSV (dlbench compare); without it, no rule and no target.
+COMPARE_BASELINE = SETTINGS["compare"]["baseline"]
+COMPARE_OUTPUTS = ["report/compare.html", "report/compare.csv"] if COMPARE_BASELINE else []
+
+if COMPARE_BASELINE and not Path(COMPARE_BASELINE).exists():
+    raise WorkflowError(
+        f"compare.baseline: {COMPARE_BASELINE!r} does not exist; give a results folder "
+        "(with runs/*.json) or a summary (.parquet or .csv)"
+    )
+
+if COMPARE_BASELINE:
+
+    localrules:
+        compare,
+
+    rule compare:
+        input:
+            # This run's results, aggregated (so every cell has run); compared from
+            # results/runs/*.json, which keep the per-iteration samples.
+            summary="results/summary.parquet",
+            notebook=workflow.source_path("../notebooks/compare.py"),
+        output:
+            html=report("report/compare.html", category="Report",
+                        caption="../report/compare.rst"),
+            csv="report/compare.csv",
+        log:
+            notebook="logs/compare.ipynb",
+            log="logs/compare.log",
+        params:
+            src=SRC,
+            python=PYTHON,
+            baseline=COMPARE_BASELINE,
+        threads: 1
+        conda:
+            "../../envs/report.yaml"
+        shell:
+            "PYTHONPATH={params.src:q} {params.python:q} -m dlbench compare"
+            " {params.baseline:q} results --csv {output.csv:q} --html {output.html:q}"
+            " --notebook {input.notebook:q} --executed {log.notebook:q} > {log.log:q} 2>&1"
