@@ -9,6 +9,7 @@ import pandas as pd
 
 from dlbench import result
 from dlbench.report import SRC
+from dlbench.report.format import count
 
 NOTEBOOK = SRC.parent / "workflow" / "notebooks" / "compare.py"
 
@@ -60,13 +61,14 @@ def text(comparison) -> str:
         lines += [f"  {r.field}: {r.baseline} (baseline) vs {r.new} (new)"
                   for r in comparison.environment.itertuples()]
     cells = comparison.cells
-    lines += ["", f"{len(cells)} cells in both sets: {comparison.count(REGRESSION)} "
-              f"regressions, {comparison.count(IMPROVEMENT)} improvements "
+    lines += ["", f"{count(len(cells), 'cell')} in both sets: "
+              f"{count(comparison.count(REGRESSION), 'regression')}, "
+              f"{count(comparison.count(IMPROVEMENT), 'improvement')} "
               "(significant: p < 0.05 and the interval of new/baseline excludes 1)"]
     if not cells.empty:
         lines += ["", readable(cells).to_string(index=False)]
     for side, alone in (("baseline", comparison.only_baseline), ("new", comparison.only_new)):
         if not alone.empty:
-            lines += ["", f"{len(alone)} cells only in {side}:"]
+            lines += ["", f"{count(len(alone), 'cell')} only in {side}:"]
             lines += [f"  {r.cell_id} ({r.status})" for r in alone.itertuples()]
     return "\n".join(lines)

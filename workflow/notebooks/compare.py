@@ -28,6 +28,7 @@ from dlbench.analysis.compare import (
     readable,
 )
 from dlbench.report.display import say, show
+from dlbench.report.format import count
 
 comparison = compare(resultset.load(baseline), resultset.load(new))
 cells = comparison.cells
@@ -45,8 +46,9 @@ cells = comparison.cells
 
 # %%
 say(f"Baseline: `{comparison.baseline}`; new: `{comparison.new}`. "
-    f"{len(cells)} cells in both sets: {comparison.count(REGRESSION)} regressions, "
-    f"{comparison.count(IMPROVEMENT)} improvements, "
+    f"{count(len(cells), 'cell')} in both sets: "
+    f"{count(comparison.count(REGRESSION), 'regression')}, "
+    f"{count(comparison.count(IMPROVEMENT), 'improvement')}, "
     f"{comparison.count(NOT_SIGNIFICANT)} not significant, "
     f"{comparison.count(NOT_COMPARED)} not compared (not ok in a set); "
     f"{len(comparison.only_baseline)} only in the baseline, "

@@ -6,8 +6,9 @@ intervals, `dlbench.analysis.uncertainty`), and a two-sided Mann-Whitney U test 
 sets' samples. The samples are the per-iteration timings of the timed loop; where either
 set measured the cell in several processes (repeats), the test is on the processes'
 medians instead, as samples of one process are not independent draws across processes
-(a set measured in one process counts its median once). With few processes the test
-cannot reach significance (3 against 3: its smallest p is 0.1): measure 4 or more.
+(a set measured in one process counts its median once). With few samples the test
+cannot reach significance (3 against 3, processes or iterations: its smallest p is 0.1):
+measure 4 or more a side.
 
 The verdict is a *regression* (ratio above 1) or an *improvement* (below 1) only if the
 change is significant both ways: p < 0.05 AND the ratio's interval excludes 1; anything

@@ -67,3 +67,8 @@ def file_link(path: str, label: str = "flame graph") -> str:
         return str(path)
     href = path if str(path).startswith("/") else f"../{path}"
     return f'<a href="{href}">{label}</a>'
+
+
+def count(n: int, noun: str) -> str:
+    """'1 cell', '3 cells' (a plural in -s)."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"

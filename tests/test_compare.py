@@ -1,0 +1,219 @@
+"""`dlbench compare`: two result sets cell by cell, on real measured samples (the fixture
+results of a tiny matrix, tests/data/v1_results), with planted changes."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from dlbench import aggregate, cli, resultset
+from dlbench.analysis.compare import IMPROVEMENT, NOT_COMPARED, NOT_SIGNIFICANT, REGRESSION, compare
+from tests.conftest import REPO, headless_chrome, snakemake, tiny_config, tool_env
+
+RUNS = REPO / "tests" / "data" / "v1_results" / "per_cell" / "runs"
+OK = ["pytorch_tiny-bert_cpu_b1_s8_eager", "tensorflow_tiny-bert_cpu_b1_s8_eager",
+      "tensorflow_tiny-bert_cpu_b1_s8_graph"]
+# The cells with 40 and 57 timed iterations; TensorFlow eager timed only 3, too few for a
+# test to tell any change from noise (3 against 3: the smallest p is 0.1).
+MANY = [OK[0], OK[2]]
+UNSUPPORTED = "pytorch_tiny-bert_cpu_b1_s8_graph"
+
+
+def scaled(timing: dict, factor: float) -> dict:
+    """The timing with every duration in ms (samples, median, its interval, percentiles)
+    multiplied by factor: the same measurement, `factor` times slower."""
+    def scale(key, value):
+        if not key.endswith("_ms"):
+            return value
+        return [v * factor for v in value] if isinstance(value, list) else value * factor
+
+    return {key: scale(key, value) for key, value in timing.items()}
+
+
+def result_set(folder: Path, factor: float = 1.0, drop: tuple[str, ...] = (),
+               edit=None) -> Path:
+    """A results folder holding the fixture's cells (less `drop`), their timings scaled,
+    each record changed by `edit` (a function of the record) where given."""
+    runs = folder / "runs"
+    runs.mkdir(parents=True)
+    for path in sorted(RUNS.glob("*.json")):
+        if path.stem in drop:
+            continue
+        record = json.loads(path.read_text())
+        if record.get("timing"):
+            record["timing"] = scaled(record["timing"], factor)
+        if edit is not None:
+            edit(record)
+        (runs / path.name).write_text(json.dumps(record))
+    return folder
+
+
+def verdicts(comparison) -> dict[str, str]:
+    return dict(zip(comparison.cells["cell_id"], comparison.cells["verdict"], strict=True))
+
+
+def test_a_planted_20_percent_regression_is_significant(tmp_path):
+    base = resultset.load(result_set(tmp_path / "a"))
+    comparison = compare(base, resultset.load(result_set(tmp_path / "b", 1.20)))
+    cells = comparison.cells.set_index("cell_id")
+    assert {cell: verdicts(comparison)[cell] for cell in MANY} == dict.fromkeys(
+        MANY, REGRESSION)
+    assert cells.loc[OK, "ratio"].round(6).eq(1.2).all()
+    assert (cells.loc[MANY, "ratio_low"] > 1).all()
+    assert (cells.loc[MANY, "p_value"] < 0.001).all()
+    assert list(cells.loc[MANY, "test"]) == ["iterations 40/40", "iterations 57/57"]
+    # Three iterations a side: the interval excludes 1, the test cannot (p = 0.1).
+    assert cells.loc[OK[1], "ratio_low"] > 1 and cells.loc[OK[1], "p_value"] == 0.1
+    assert cells.loc[OK[1], "verdict"] == NOT_SIGNIFICANT
+    assert comparison.count(REGRESSION) == 2 and comparison.environment.empty
+
+
+def test_a_1_percent_change_is_inside_the_noise(tmp_path):
+    base = resultset.load(result_set(tmp_path / "a"))
+    comparison = compare(base, resultset.load(result_set(tmp_path / "b", 1.01)))
+    cells = comparison.cells.set_index("cell_id")
+    assert {cell: verdicts(comparison)[cell] for cell in OK} == dict.fromkeys(
+        OK, NOT_SIGNIFICANT)
+    assert ((cells.loc[OK, "ratio_low"] < 1) & (cells.loc[OK, "ratio_high"] > 1)).all()
+
+
+def test_an_improvement_and_the_order_regressions_first_by_size(tmp_path):
+    base = resultset.load(result_set(tmp_path / "a"))
+    new = resultset.load(result_set(tmp_path / "b"))
+    for cell, factor in zip(OK, (1.5, 1.2, 0.8), strict=True):
+        new.samples[cell] = [x * factor for x in new.samples[cell]]
+        row = new.summary["cell_id"].eq(cell)
+        for column in ("median_ms", "median_ci95_ms_low", "median_ci95_ms_high"):
+            new.summary.loc[row, column] *= factor
+    comparison = compare(base, new)
+    assert list(comparison.cells["cell_id"]) == [OK[0], OK[2], OK[1], UNSUPPORTED]
+    assert list(comparison.cells["verdict"]) == [REGRESSION, IMPROVEMENT, NOT_SIGNIFICANT,
+                                                 NOT_COMPARED]
+
+
+def test_repeats_are_tested_on_the_processes_medians(tmp_path):
+    """Three processes a side: even a 20% change is not significant (smallest p is 0.1)."""
+    base = resultset.load(result_set(tmp_path / "a"))
+    new = resultset.load(result_set(tmp_path / "b", 1.20))
+    cell = OK[0]
+    base.processes[cell] = [1.0, 1.01, 0.99]
+    new.processes[cell] = [1.2, 1.21, 1.19]
+    row = compare(base, new).cells.set_index("cell_id").loc[cell]
+    assert row["test"] == "process medians 3/3"
+    assert row["p_value"] == pytest.approx(0.1)
+    assert row["verdict"] == NOT_SIGNIFICANT
+
+
+def test_cells_of_one_set_and_cells_not_ok_are_listed(tmp_path):
+    base = resultset.load(result_set(tmp_path / "a", drop=(OK[2],)))
+    new = resultset.load(result_set(tmp_path / "b", 1.20, drop=(OK[1],)))
+    comparison = compare(base, new)
+    assert comparison.only_baseline.to_dict("records") == [{"cell_id": OK[1], "status": "ok"}]
+    assert comparison.only_new.to_dict("records") == [{"cell_id": OK[2], "status": "ok"}]
+    assert verdicts(comparison) == {OK[0]: REGRESSION, UNSUPPORTED: NOT_COMPARED}
+    row = comparison.cells.set_index("cell_id").loc[UNSUPPORTED]
+    assert (row["baseline_status"], row["new_status"]) == ("unsupported", "unsupported")
+
+
+def test_a_different_cpu_and_torch_are_a_warning(tmp_path):
+    base = resultset.load(result_set(tmp_path / "a"))
+    libraries = json.loads((RUNS / f"{OK[0]}.json").read_text())["environment"]["libraries"]
+    def elsewhere(record):
+        record["environment"].update(cpu_model="Other CPU", hostname="elsewhere",
+                                     libraries={**libraries, "torch": "9.9.9"})
+        if "torch" in (record.get("details") or {}):  # the version on the measured path
+            record["details"]["torch"] = "9.9.9"
+
+    new = resultset.load(result_set(tmp_path / "b", edit=elsewhere))
+    differences = compare(base, new).environment.set_index("field")
+    assert differences.loc["CPU", "new"] == "Other CPU"
+    assert differences.loc["torch", "new"] == "9.9.9"
+    assert differences.loc["torch", "baseline"] == libraries["torch"]
+    assert "hostname" not in differences.index  # differs without mattering
+
+
+def test_a_summary_has_no_samples_and_the_interval_decides(tmp_path):
+    folder = result_set(tmp_path / "b", 1.20)
+    summary = tmp_path / "summary.csv"
+    aggregate.aggregate(sorted((folder / "runs").glob("*.json")), tmp_path / "s.parquet",
+                        summary)
+    comparison = compare(resultset.load(result_set(tmp_path / "a")), resultset.load(summary))
+    cells = comparison.cells.set_index("cell_id")
+    assert cells.loc[OK, "verdict"].eq(REGRESSION).all()  # OK[1]'s too: no test
+    assert cells.loc[OK, "p_value"].isna().all()
+    assert cells.loc[OK, "test"].str.startswith("none").all()
+
+
+def test_clear_errors_for_what_is_not_a_result_set(tmp_path, capsys):
+    other = result_set(tmp_path / "a")
+    empty, notes, broken = tmp_path / "empty", tmp_path / "notes.txt", tmp_path / "broken"
+    empty.mkdir()
+    notes.write_text("x")
+    (broken / "runs").mkdir(parents=True)
+    (broken / "runs" / "cell.json").write_text("{")
+    for path, message in ((tmp_path / "nowhere", "no such folder or file"),
+                          (empty, "no results in it"), (notes, "not a summary"),
+                          (broken, "not valid JSON")):
+        assert cli.main(["compare", str(other), str(path)]) == 1
+        error = capsys.readouterr().err
+        assert error.startswith(f"dlbench compare: {path}") and message in error, error
+
+
+def test_the_command_prints_regressions_first_and_writes_csv(tmp_path, capsys):
+    a = result_set(tmp_path / "a", drop=(OK[2],))
+    b = result_set(tmp_path / "b", 1.20)
+    csv = tmp_path / "out" / "compare.csv"
+    assert cli.main(["compare", str(a), str(b), "--csv", str(csv)]) == 0
+    out = capsys.readouterr().out
+    assert "3 cells in both sets: 1 regression, 0 improvements" in out
+    table = out[out.index("verdict"):]
+    assert table.index("regression") < table.index("not compared")
+    assert f"1 cell only in new:\n  {OK[2]} (ok)" in out
+    written = pd.read_csv(csv)
+    assert list(written["verdict"]) == [REGRESSION, NOT_SIGNIFICANT, NOT_COMPARED,
+                                        "only in new"]
+    assert written.loc[0, "ratio"] == pytest.approx(1.2)
+
+
+@pytest.mark.slow
+def test_the_html_page_opens_in_a_browser_without_errors(tmp_path, chromium):
+    a = result_set(tmp_path / "a", drop=(OK[2],))
+    b = result_set(tmp_path / "b", 1.20,
+                   edit=lambda record: record["environment"].update(cpu_model="Other CPU"))
+    html = tmp_path / "compare.html"
+    done = subprocess.run([sys.executable, "-m", "dlbench", "compare", str(a), str(b),
+                           "--html", str(html)], capture_output=True, text=True,
+                          timeout=300, env=tool_env())
+    assert done.returncode == 0, done.stderr[-3000:]
+    with headless_chrome(chromium) as driver:
+        driver.get(html.as_uri())
+        errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+        images = driver.execute_script(
+            "return [...document.images].map(i => [i.complete, i.naturalWidth])")
+        text = driver.execute_script("return document.body.innerText")
+        driver.save_screenshot(str(tmp_path / "compare.png"))
+    assert errors == []
+    assert len(images) == 1 and all(done and width > 100 for done, width in images)
+    assert "Warning" in text and "Other CPU" in text and "regression" in text
+    assert "only in the new set" in text and OK[2] in text
+
+
+@pytest.mark.slow
+def test_the_workflow_compares_with_a_baseline_from_the_config(tmp_path):
+    """One measured cell against the fixture's: report/compare.html and .csv are written;
+    the rest of the workflow is as without a baseline."""
+    baseline = result_set(tmp_path / "baseline")
+    config = tiny_config(frameworks=["pytorch"], devices=["cpu"], models=["tiny-bert"],
+                         batch_sizes=[1], sequence_lengths=[8], optimizations=["eager"],
+                         compare={"baseline": str(baseline)})
+    work = tmp_path / "work"
+    work.mkdir()
+    run = snakemake(work, config, "--cores", "2")
+    assert run.returncode == 0, run.stderr[-3000:]
+    written = pd.read_csv(work / "report" / "compare.csv")
+    assert written.set_index("cell_id").loc[OK[0], "new_status"] == "ok"
+    assert set(written["verdict"]) >= {"only in baseline"}
+    assert "dlbench compare" in (work / "report" / "compare.html").read_text()
