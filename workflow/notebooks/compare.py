@@ -79,7 +79,7 @@ else:
 # %%
 skipped = cells[cells["verdict"].eq(NOT_COMPARED)]
 if skipped.empty:
-    say("Every cell of both sets was ok in both.")
+    say("Every cell that both sets hold was ok in both.")
 else:
     say("Cells that both sets hold but that are not ok (timed) in both:")
     show(readable(skipped)[["cell", "status"]], left=["cell", "status"])
