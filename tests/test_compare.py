@@ -217,3 +217,42 @@ def test_the_workflow_compares_with_a_baseline_from_the_config(tmp_path):
     assert written.set_index("cell_id").loc[OK[0], "new_status"] == "ok"
     assert set(written["verdict"]) >= {"only in baseline"}
     assert "dlbench compare" in (work / "report" / "compare.html").read_text()
+
+
+def test_the_change_plot_draws_one_row_per_compared_cell(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from dlbench.analysis import plots
+
+    comparison = compare(resultset.load(result_set(tmp_path / "a")),
+                         resultset.load(result_set(tmp_path / "b", 1.20)))
+    compared = comparison.cells[comparison.cells["verdict"].ne(NOT_COMPARED)]
+    fig, ax = plt.subplots(figsize=plots.change_size(compared))
+    plots.change_intervals(ax, compared)
+    rows = sorted(zip(ax.get_yticks(), (t.get_text() for t in ax.get_yticklabels()),
+                      strict=True), reverse=True)
+    assert [label for _, label in rows] == list(compared["cell_id"])  # the first on top
+    plt.close(fig)
+
+
+def test_the_compare_rule_exists_only_with_a_baseline(tmp_path):
+    """Without compare.baseline the workflow has no compare job (the other jobs' commands
+    are those of a config without the key); with it, one job runs `dlbench compare`."""
+    config = tiny_config(frameworks=["pytorch"], devices=["cpu"], models=["tiny-bert"],
+                         batch_sizes=[1], sequence_lengths=[8], optimizations=["eager"])
+    without = snakemake(tmp_path, config, "--dry-run", "--printshellcmds")
+    assert without.returncode == 0, without.stderr[-3000:]
+    assert "rule compare" not in without.stdout and "dlbench compare" not in without.stdout
+    baseline = result_set(tmp_path / "old results")
+    config["compare"] = {"baseline": str(baseline)}
+    with_baseline = snakemake(tmp_path, config, "--dry-run", "--printshellcmds")
+    assert with_baseline.returncode == 0, with_baseline.stderr[-3000:]
+    assert f"-m dlbench compare '{baseline}' results --csv report/compare.csv" \
+        in with_baseline.stdout
+    config["compare"] = {"baseline": str(tmp_path / "nowhere")}
+    missing = snakemake(tmp_path, config, "--dry-run")
+    assert missing.returncode != 0
+    assert "compare.baseline" in missing.stdout + missing.stderr
