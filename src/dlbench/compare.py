@@ -53,7 +53,7 @@ def table(comparison) -> pd.DataFrame:
 
 def text(comparison) -> str:
     """The comparison for the terminal: the warning, the table, the cells of one set."""
-    from dlbench.analysis.compare import IMPROVEMENT, REGRESSION, readable
+    from dlbench.analysis.compare import readable
 
     lines = [f"baseline: {comparison.baseline}", f"new:      {comparison.new}"]
     if not comparison.environment.empty:
@@ -61,10 +61,8 @@ def text(comparison) -> str:
         lines += [f"  {r.field}: {r.baseline} (baseline) vs {r.new} (new)"
                   for r in comparison.environment.itertuples()]
     cells = comparison.cells
-    lines += ["", f"{count(len(cells), 'cell')} in both sets: "
-              f"{count(comparison.count(REGRESSION), 'regression')}, "
-              f"{count(comparison.count(IMPROVEMENT), 'improvement')} "
-              "(significant: p < 0.05 and the interval of new/baseline excludes 1)"]
+    lines += ["", f"{comparison.headline()}; significant: p < 0.05 and the 95% interval "
+              "of new/baseline excludes 1"]
     if not cells.empty:
         lines += ["", readable(cells).to_string(index=False)]
     for side, alone in (("baseline", comparison.only_baseline), ("new", comparison.only_new)):

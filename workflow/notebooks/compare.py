@@ -19,16 +19,8 @@ import matplotlib.pyplot as plt
 
 from dlbench import resultset
 from dlbench.analysis import plots
-from dlbench.analysis.compare import (
-    IMPROVEMENT,
-    NOT_COMPARED,
-    NOT_SIGNIFICANT,
-    REGRESSION,
-    compare,
-    readable,
-)
+from dlbench.analysis.compare import NOT_COMPARED, compare, readable
 from dlbench.report.display import say, show
-from dlbench.report.format import count
 
 comparison = compare(resultset.load(baseline), resultset.load(new))
 cells = comparison.cells
@@ -46,11 +38,7 @@ cells = comparison.cells
 
 # %%
 say(f"Baseline: `{comparison.baseline}`; new: `{comparison.new}`. "
-    f"{count(len(cells), 'cell')} in both sets: "
-    f"{count(comparison.count(REGRESSION), 'regression')}, "
-    f"{count(comparison.count(IMPROVEMENT), 'improvement')}, "
-    f"{comparison.count(NOT_SIGNIFICANT)} not significant, "
-    f"{comparison.count(NOT_COMPARED)} not compared (not ok in a set); "
+    f"{comparison.headline()}; "
     f"{len(comparison.only_baseline)} only in the baseline, "
     f"{len(comparison.only_new)} only in the new set.")
 if not comparison.environment.empty:

@@ -3,12 +3,12 @@
 For every cell that both sets hold and that is ok (timed) in both: the baseline's and the
 new set's median, their ratio new/baseline with its 95% interval (from the two medians'
 intervals, `dlbench.analysis.uncertainty`), and a two-sided Mann-Whitney U test of the two
-sets' samples. The samples are the per-iteration timings of the timed loop; where either
-set measured the cell in several processes (repeats), the test is on the processes'
-medians instead, as samples of one process are not independent draws across processes
-(a set measured in one process counts its median once). With few samples the test
-cannot reach significance (3 against 3, processes or iterations: its smallest p is 0.1):
-measure 4 or more a side.
+sets' samples. The timing is the host-timed one (`median_ms`, every report's headline); the
+samples are the per-iteration timings of the timed loop; where either set measured the
+cell in several processes (repeats), the test is on the processes' medians instead, as
+samples of one process are not independent draws across processes (a set measured in one
+process counts its median once). With few samples the test cannot reach significance (3
+against 3, processes or iterations: its smallest p is 0.1): measure 4 or more a side.
 
 The verdict is a *regression* (ratio above 1) or an *improvement* (below 1) only if the
 change is significant both ways: p < 0.05 AND the ratio's interval excludes 1; anything
@@ -24,7 +24,7 @@ import pandas as pd
 
 from dlbench.analysis import uncertainty
 from dlbench.analysis.environment import FIELDS, fields, precision_settings
-from dlbench.report.format import fmt_fixed, fmt_ms, fmt_percent
+from dlbench.report.format import count, fmt_fixed, fmt_ms, fmt_percent
 from dlbench.resultset import ResultSet
 
 ALPHA = 0.05
@@ -49,6 +49,15 @@ class Comparison:
 
     def count(self, verdict: str) -> int:
         return int(self.cells["verdict"].eq(verdict).sum())
+
+    def headline(self) -> str:
+        """'4 cells in both sets: 1 regression, 0 improvements, 2 not significant, 1 not
+        compared (not ok in a set)'."""
+        return (f"{count(len(self.cells), 'cell')} in both sets: "
+                f"{count(self.count(REGRESSION), 'regression')}, "
+                f"{count(self.count(IMPROVEMENT), 'improvement')}, "
+                f"{self.count(NOT_SIGNIFICANT)} not significant, "
+                f"{self.count(NOT_COMPARED)} not compared (not ok in a set)")
 
 
 def compare(baseline: ResultSet, new: ResultSet) -> Comparison:
