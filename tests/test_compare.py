@@ -2,6 +2,7 @@
 results of a tiny matrix, tests/data/v1_results), with planted changes."""
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -135,11 +136,28 @@ def test_a_different_cpu_and_torch_are_a_warning(tmp_path):
     assert "hostname" not in differences.index  # differs without mattering
 
 
-def test_a_summary_has_no_samples_and_the_interval_decides(tmp_path):
+def test_a_summary_is_read_from_its_cells_result_files_where_they_are(tmp_path):
+    """results/summary.parquet beside results/runs/, as the workflow writes them (the
+    sources relative to the folder above results/): the summary's cells, with samples."""
+    work = tmp_path / "work"
+    result_set(work / "results", 1.20)  # every cell in runs/, two in the summary
+    files = [Path("results/runs") / f"{cell}.json" for cell in MANY]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(work)
+        aggregate.aggregate(files, Path("results/summary.parquet"), Path("results/s.csv"))
+    new = resultset.load(work / "results" / "summary.parquet")
+    assert sorted(new.samples) == sorted(MANY)  # not OK[1], in runs/ but not the summary
+    comparison = compare(resultset.load(result_set(tmp_path / "a")), new)
+    assert verdicts(comparison) == dict.fromkeys(MANY, REGRESSION)
+    assert sorted(comparison.only_baseline["cell_id"]) == sorted([OK[1], UNSUPPORTED])
+
+
+def test_a_summary_alone_has_no_samples_and_the_interval_decides(tmp_path):
     folder = result_set(tmp_path / "b", 1.20)
     summary = tmp_path / "summary.csv"
     aggregate.aggregate(sorted((folder / "runs").glob("*.json")), tmp_path / "s.parquet",
                         summary)
+    shutil.rmtree(folder)  # its result files are gone: the summary's figures only
     comparison = compare(resultset.load(result_set(tmp_path / "a")), resultset.load(summary))
     cells = comparison.cells.set_index("cell_id")
     assert cells.loc[OK, "verdict"].eq(REGRESSION).all()  # OK[1]'s too: no test
@@ -214,7 +232,9 @@ def test_the_workflow_compares_with_a_baseline_from_the_config(tmp_path):
     run = snakemake(work, config, "--cores", "2")
     assert run.returncode == 0, run.stderr[-3000:]
     written = pd.read_csv(work / "report" / "compare.csv")
-    assert written.set_index("cell_id").loc[OK[0], "new_status"] == "ok"
+    row = written.set_index("cell_id").loc[OK[0]]
+    assert row["new_status"] == "ok"
+    assert row["test"].startswith("iterations 40/")  # the samples, through the summary
     assert set(written["verdict"]) >= {"only in baseline"}
     assert "dlbench compare" in (work / "report" / "compare.html").read_text()
 
@@ -250,7 +270,7 @@ def test_the_compare_rule_exists_only_with_a_baseline(tmp_path):
     config["compare"] = {"baseline": str(baseline)}
     with_baseline = snakemake(tmp_path, config, "--dry-run", "--printshellcmds")
     assert with_baseline.returncode == 0, with_baseline.stderr[-3000:]
-    assert f"-m dlbench compare '{baseline}' results --csv report/compare.csv" \
+    assert f"-m dlbench compare '{baseline}' results/summary.parquet --csv" \
         in with_baseline.stdout
     config["compare"] = {"baseline": str(tmp_path / "nowhere")}
     missing = snakemake(tmp_path, config, "--dry-run")

@@ -1,6 +1,8 @@
 """A result set to compare with another: a results folder — its runs/*.json, which keep
 every cell's per-iteration samples — or a summary file (.parquet or .csv), which holds only
-each cell's median and its interval."""
+each cell's median and its interval; a summary whose cells' result files are all still
+where it says (its `source` column, relative to the folder above results/) is read from
+them, samples included: exactly the summary's cells, as the workflow aggregated them."""
 
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,7 +46,16 @@ def load(path: str | Path) -> ResultSet:
     summary = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
     if summary.empty or "cell_id" not in summary:
         raise ResultSetError(f"{path}: a summary without cells")
+    sources = [_source(path, s) for s in summary.get("source", [])]
+    if sources and all(file.is_file() for file in sources):
+        return _records(path, sources)
     return ResultSet(str(path), derive(summary))
+
+
+def _source(summary: Path, source) -> Path:
+    """A result file named in a summary: aggregation ran where results/ lies, as the
+    workflow does (results/summary.parquet, results/runs/<cell>.json)."""
+    return Path(source) if Path(str(source)).is_absolute() else summary.parent.parent / source
 
 
 def _folder(path: Path) -> ResultSet:
@@ -53,6 +64,11 @@ def _folder(path: Path) -> ResultSet:
     if not files:
         raise ResultSetError(f"{path}: no results in it (expected {runs}/*.json, the files "
                              "that `snakemake` writes under results/runs/)")
+    return _records(path, files)
+
+
+def _records(path: Path, files: list[Path]) -> ResultSet:
+    """The result set of these result files: their summary rows and samples."""
     rows, samples, processes = [], {}, {}
     for file in files:
         record = result.read(file)

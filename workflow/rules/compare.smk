@@ -16,8 +16,8 @@ if COMPARE_BASELINE:
 
     rule compare:
         input:
-            # This run's results, aggregated (so every cell has run); compared from
-            # results/runs/*.json, which keep the per-iteration samples.
+            # This run's cells: the summary names their results/runs/*.json, which keep
+            # the per-iteration samples (dlbench.resultset reads them from there).
             summary="results/summary.parquet",
             notebook=workflow.source_path("../notebooks/compare.py"),
         output:
@@ -36,5 +36,5 @@ if COMPARE_BASELINE:
             "../../envs/report.yaml"
         shell:
             "PYTHONPATH={params.src:q} {params.python:q} -m dlbench compare"
-            " {params.baseline:q} results --csv {output.csv:q} --html {output.html:q}"
+            " {params.baseline:q} {input.summary:q} --csv {output.csv:q} --html {output.html:q}"
             " --notebook {input.notebook:q} --executed {log.notebook:q} > {log.log:q} 2>&1"
