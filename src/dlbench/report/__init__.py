@@ -1,17 +1,18 @@
-"""Render the report: the head notebook, one section per scenario of the summary and the
-tail, composed into one notebook, executed by papermill on the summary, as HTML without
-code cells.
+"""Render the report: the head notebook, one section per scenario of the summary, the
+efficiency section and the tail, composed into one notebook, executed by papermill on the
+summary and the machine's peaks, as HTML without code cells.
 
 The notebooks are jupytext percent scripts: `<head>` (e.g. workflow/notebooks/report.py),
 and beside it `sections/<scenario>.py` for a scenario with a section of its own,
-`sections/generic.py` for any other (its `scenario` set to the scenario's name) and
-`sections/_tail.py` for what applies to every scenario. Each section's own cell tagged
-"parameters" (its defaults, so that it runs alone) gives way to the head's parameters.
+`sections/generic.py` for any other (its `scenario` set to the scenario's name), then
+`sections/_efficiency.py` and `sections/_tail.py`, for what applies to every scenario.
+Each section's own cell tagged "parameters" (its defaults, so that it runs alone) gives
+way to the head's parameters.
 """
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,12 +27,14 @@ SRC = Path(__file__).resolve().parents[2]
 SECTIONS = "sections"
 GENERIC = "generic"
 TAIL = "_tail"
+# After the scenarios' sections, for the cells of every scenario.
+COMMON = ("_efficiency", TAIL)
 # A scenario's name finds its section file: only plain names, never generic's or the tail's.
 _SECTION_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
 
 
 def section_files(notebook: Path, scenarios: list[str]) -> list[tuple[Path, str | None]]:
-    """(section file, scenario to set or None) for each scenario, then the tail."""
+    """(section file, scenario to set or None) for each scenario, then the common ones."""
     folder = Path(notebook).parent / SECTIONS
     files = []
     for scenario in scenarios:
@@ -40,7 +43,7 @@ def section_files(notebook: Path, scenarios: list[str]) -> list[tuple[Path, str 
             files.append((own, None))
         else:
             files.append((folder / f"{GENERIC}.py", scenario))
-    return files + [(folder / f"{TAIL}.py", None)]
+    return files + [(folder / f"{name}.py", None) for name in COMMON]
 
 
 def compose(notebook: Path, scenarios: list[str]) -> "NotebookNode":
@@ -73,9 +76,11 @@ def _this_dlbench_first() -> Iterator[None]:
             os.environ["PYTHONPATH"] = before
 
 
-def render(notebook: Path, summary: Path, executed: Path, html: Path) -> None:
-    """The report of `summary` as `html`, from the head `notebook` and its sections; the
-    executed notebook (its input beside it, *.input.ipynb) is kept as `executed`."""
+def render(notebook: Path, summary: Path, executed: Path, html: Path,
+           peaks: Sequence[Path] = ()) -> None:
+    """The report of `summary` as `html`, from the head `notebook` and its sections, with
+    the machine's GEMM `peaks` (`dlbench peak`'s files); the executed notebook (its input
+    beside it, *.input.ipynb) is kept as `executed`."""
     import jupytext
     import nbconvert
     import papermill
@@ -87,7 +92,9 @@ def render(notebook: Path, summary: Path, executed: Path, html: Path) -> None:
     jupytext.write(compose(notebook, scenarios(load(summary))), source)
     with _this_dlbench_first():
         papermill.execute_notebook(
-            source, executed, parameters={"summary": str(summary)}, kernel_name="python3",
+            source, executed, parameters={"summary": str(summary),
+                                          "peaks": [str(p) for p in peaks]},
+            kernel_name="python3",
             progress_bar=False,
         )
     body, _ = nbconvert.HTMLExporter(exclude_input=True).from_filename(str(executed))
