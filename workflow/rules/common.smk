@@ -235,7 +235,7 @@ def reference_mem_mb(wildcards, attempt):
     return int((2000 + 8 * get_model(wildcards.model).millions) * attempt)
 
 
-# The machine's limits (the rule is in peak.smk): one GEMM peak per device and precision of
+# The machine's limits, measured by peak.smk: one GEMM peak per device and precision of
 # the cells that can run, at the measurement's thread count; the report reads them.
 from dlbench.optimizations import precision_of
 from dlbench.peak import peak_path
