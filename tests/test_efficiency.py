@@ -118,3 +118,35 @@ def test_without_peaks_the_rates_have_no_ceiling(cells):
     assert efficiency.efficiency(
         frame(cell("pytorch", "eager", 100.0, model=BERT, seqlen=128)), none
     )["fraction_of_peak"].isna().all()
+
+
+def test_the_report_shows_the_section_with_its_table_and_figure(tmp_path):
+    """The real notebook, rendered by papermill: the section follows the scenarios', its
+    tables hold every cell, and its figure is embedded."""
+    from dlbench.report import render
+    from tests import report_html
+    from tests.conftest import REPO
+
+    summary = frame(
+        cell("pytorch", "eager", 100.0, model=BERT, seqlen=128, intra_op_threads=2),
+        cell("pytorch", "eager", 30.0, model=BERT, seqlen=32, intra_op_threads=2),
+        cell("tensorflow", "eager", 120.0, model=BERT, seqlen=128, intra_op_threads=2),
+    ).assign(scenario="inference")
+    path = tmp_path / "summary.parquet"
+    summary.drop(columns=["precision", "timed", "checked", "wrong_answer", "profiled",
+                          "eager_ms", "speedup"]).to_parquet(path, index=False)
+    peak = _peak(tmp_path, "cpu", "fp32", 2, gflops=BERT_FLOPS / 1e9 / 0.05)
+    html_path = tmp_path / "report.html"
+    render(REPO / "workflow/notebooks/report.py", path, tmp_path / "report.ipynb", html_path,
+           [peak])
+    html = html_path.read_text()
+    headings = report_html.headings(html)
+    section = headings.index("Efficiency against the machine's limit")
+    assert headings.index("Median latency per framework (ms)") < section
+    assert section < headings.index("Measurement quality")
+    shown = {caption: rows for caption, rows in report_html.tables(html)
+             if caption == "Efficiency against the machine's limit"}
+    assert shown
+    texts = [" ".join(row) for _, rows in report_html.tables(html) for row in rows]
+    assert any("50.0%" in text and "447" in text for text in texts)
+    assert len(report_html.images(html)) >= 1

@@ -3,6 +3,7 @@ of one iteration, the measured GEMM peaks as horizontal ceilings."""
 
 import pandas as pd
 from matplotlib.axes import Axes
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from dlbench.analysis.plots import COLORS
 from dlbench.report.format import framework_name
@@ -33,6 +34,10 @@ def roofline(ax: Axes, cells: pd.DataFrame, peaks: pd.DataFrame) -> None:
                          f"threads: {peak['peak_gflops']:,.0f} GFLOP/s")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    for axis in (ax.xaxis, ax.yaxis):  # 0.5, 1, 2, 5, 10: plain numbers, no 10^x
+        axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        axis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("work per iteration (GFLOP)")
     ax.set_ylabel("achieved GFLOP/s")
     ax.grid(True, which="major", alpha=0.3)
