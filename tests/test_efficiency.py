@@ -53,7 +53,8 @@ def cells(peaks):
              seqlen=128),
         cell("pytorch", "eager", 10.0, model="not-in-the-registry", **same),
         cell("pytorch", "eager", 50.0, model="cnn", batch=64, seqlen=np.nan,
-             scenario="training", within=None, intra_op_threads=2,
+             scenario="training", within=None, intra_op_threads=2, optimizer="sgd",
+             dataset="synthetic", pipeline="w0",
              env_hardware_fingerprint="hw2"),
     )
     summary["scenario"] = summary["scenario"].fillna("inference")
@@ -89,6 +90,8 @@ def test_table_shows_rates_peaks_and_reasons(cells):
     assert table.loc[("inference", "TensorFlow", "eager"), "peak GFLOP/s"] == \
         "N/A (not measured)"
     assert table.loc[("training", "PyTorch", "eager"), "length"] == ""
+    assert table.loc[("training", "PyTorch", "eager"), "settings"] == "synthetic, w0, sgd"
+    assert table.loc[("inference", "PyTorch", "eager"), "settings"] == ""
     assert "device" not in table
 
 
@@ -97,6 +100,8 @@ def test_per_optimization_view_and_other_hardware(cells):
     row = view[view["optimization"].eq("eager") & view["scenario"].eq("inference")
                & view["framework"].eq("PyTorch")].iloc[0]
     assert (row["cells"], row["median % of peak"]) == (1, "50.0%")
+    # TensorFlow graph's only cell was a wrong answer: no rate to count.
+    assert not (view["framework"].eq("TensorFlow") & view["optimization"].eq("graph")).any()
     assert efficiency.other_hardware(cells) == 1  # the training cell ran on hw2
 
 

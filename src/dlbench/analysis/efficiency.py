@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from dlbench import flops
+from dlbench.analysis.summary import axes
 from dlbench.report.format import fmt_ms, fmt_percent, framework_name, na
 
 SCENARIOS = ("inference", "training", "train_step")
@@ -66,7 +67,8 @@ def efficiency(frame: pd.DataFrame, peaks: pd.DataFrame) -> pd.DataFrame:
 
 
 def table(cells: pd.DataFrame, several_devices: bool) -> pd.DataFrame:
-    """One row per cell of `efficiency`: scenario, model, batch, length (if any),
+    """One row per cell of `efficiency`: scenario, model, batch, length and the
+    scenario's other settings (data set, pipeline, optimizer; where any cell has them),
     framework, optimization, precision (and device), GFLOP per iteration, median ms,
     achieved GFLOP/s, the peak (or N/A with its reason) and the % of it; ✗ after the
     achieved rate marks a wrong answer."""
@@ -77,6 +79,8 @@ def table(cells: pd.DataFrame, several_devices: bool) -> pd.DataFrame:
                "length": "" if pd.isna(row.get("seqlen", np.nan)) else int(row["seqlen"]),
                "framework": framework_name(row["framework"]),
                "optimization": row["optimization"], "precision": row["precision"]}
+        out["settings"] = ", ".join(str(row[a]) for a in axes(row["scenario"])
+                                    if a not in ("batch", "seqlen") and pd.notna(row.get(a)))
         if several_devices:
             out["device"] = row["device"]
         mark = " ✗" if row["wrong_answer"] else ""
@@ -87,8 +91,9 @@ def table(cells: pd.DataFrame, several_devices: bool) -> pd.DataFrame:
                     "% of peak": fmt_percent(row["fraction_of_peak"])})
         rows.append(out)
     frame = pd.DataFrame(rows)
-    if not frame.empty and not frame["length"].astype(str).str.len().any():
-        frame = frame.drop(columns="length")
+    for column in ("length", "settings"):  # only where some cell has one
+        if not frame.empty and not frame[column].astype(str).str.len().any():
+            frame = frame.drop(columns=column)
     return frame
 
 
@@ -102,10 +107,11 @@ def _peak_text(row) -> str:
 
 def by_optimization(cells: pd.DataFrame, several_devices: bool) -> pd.DataFrame:
     """Per scenario, framework, optimization and precision (and device): the cells, the
-    median and the best % of the peak, and the best achieved GFLOP/s."""
+    median and the best % of the peak, and the best achieved GFLOP/s, over the cells with
+    a right answer (a rate that came with a wrong answer does not count)."""
     keys = ["scenario", "framework", "optimization", "precision"] + (
         ["device"] if several_devices else [])
-    grouped = cells.groupby(keys, sort=True, dropna=False)
+    grouped = cells[~cells["wrong_answer"]].groupby(keys, sort=True, dropna=False)
     frame = grouped.agg(cells=("flops", "size"),
                         median_fraction=("fraction_of_peak", "median"),
                         best_fraction=("fraction_of_peak", "max"),

@@ -43,7 +43,7 @@ else:
         say("No peak was measured (`dlbench report` was given no `--peaks`): the achieved "
             "FLOP/s have no ceiling.")
     show(blank_repeats(efficiency.by_optimization(cells, several), "scenario"),
-         "Per optimization: the share of the peak its cells reached")
+         "Per optimization: the share of the peak its cells reached (right answers only)")
     moved = efficiency.other_hardware(cells)
     if moved:
         say(f"**⚠ {moved} cells ran on other hardware than their peak was measured on**: "
