@@ -95,6 +95,11 @@ def test_table_shows_rates_peaks_and_reasons(cells):
     assert "device" not in table
 
 
+def test_small_shares_keep_two_significant_digits():
+    assert [efficiency.fmt_share(v) for v in (0.5, 0.0123, 0.000123, np.nan)] == \
+        ["50.0%", "1.2%", "0.012%", ""]
+
+
 def test_per_optimization_view_and_other_hardware(cells):
     view = efficiency.by_optimization(cells, several_devices=False)
     row = view[view["optimization"].eq("eager") & view["scenario"].eq("inference")

@@ -88,13 +88,21 @@ def table(cells: pd.DataFrame, several_devices: bool) -> pd.DataFrame:
                     "median ms": fmt_ms(row["median_ms"]),
                     "achieved GFLOP/s": fmt_ms(row["achieved_gflops"]) + mark,
                     "peak GFLOP/s": _peak_text(row),
-                    "% of peak": fmt_percent(row["fraction_of_peak"])})
+                    "% of peak": fmt_share(row["fraction_of_peak"])})
         rows.append(out)
     frame = pd.DataFrame(rows)
     for column in ("length", "settings"):  # only where some cell has one
         if not frame.empty and not frame[column].astype(str).str.len().any():
             frame = frame.drop(columns=column)
     return frame
+
+
+def fmt_share(value: float) -> str:
+    """A share of the peak: '12.3%', and small ones with two significant digits ('0.012%',
+    not '0.0%'); '' for NaN."""
+    if pd.isna(value) or value >= 0.01:
+        return fmt_percent(value)
+    return f"{value * 100:.2g}%"
 
 
 def _peak_text(row) -> str:
@@ -118,7 +126,7 @@ def by_optimization(cells: pd.DataFrame, several_devices: bool) -> pd.DataFrame:
                         best_gflops=("achieved_gflops", "max")).reset_index()
     frame["framework"] = frame["framework"].map(framework_name)
     for column in ("median_fraction", "best_fraction"):
-        frame[column] = frame[column].map(fmt_percent)
+        frame[column] = frame[column].map(fmt_share)
     frame["best_gflops"] = frame["best_gflops"].map(fmt_ms)
     return frame.rename(columns={"median_fraction": "median % of peak",
                                  "best_fraction": "best % of peak",
