@@ -1,6 +1,8 @@
 """FLOPs from the architecture: the published figure for BERT base, and PyTorch's own FLOP
 counter on real forward passes of every tiny transformer family and of the CNN."""
 
+import os
+
 import pytest
 
 from dlbench import flops
@@ -57,30 +59,38 @@ def test_the_flop_counter_agrees_on_a_tiny_transformer(name):
     assert _counted(model, ids) == pytest.approx(flops.forward_flops(name, 2, 16), rel=0.02)
 
 
-def test_the_flop_counter_agrees_on_the_cnn():
-    import torch
-
+@pytest.fixture
+def net(monkeypatch):
+    """dlbench's PyTorch CNN class. Importing dlbench's PyTorch backend sets USE_TF=0 and
+    HF_HUB_OFFLINE=1 for its process: set here, they are undone after the test, so that
+    later tests' subprocesses still find TensorFlow."""
+    for name, value in (("USE_TF", "0"), ("HF_HUB_OFFLINE", "1")):
+        monkeypatch.setenv(name, os.environ.get(name, value))
     from dlbench.frameworks.pytorch.training import Net
+
+    return Net
+
+
+def test_the_flop_counter_agrees_on_the_cnn(net):
+    import torch
 
     spec = get_cnn("cnn")
     images = torch.zeros(4, spec.channels[0], spec.image_size, spec.image_size)
     # Biases are left out of the formula; the counter leaves them out too.
-    assert _counted(Net(spec).eval(), images) == pytest.approx(
+    assert _counted(net(spec).eval(), images) == pytest.approx(
         flops.forward_flops("cnn", 4), rel=0.02)
 
 
-def test_the_cnns_training_step_is_three_forward_passes_by_the_counter():
+def test_the_cnns_training_step_is_three_forward_passes_by_the_counter(net):
     """Forward and backward of a real step, counted: the backward pass skips the gradient
     of the input images (the first convolution's input gradient), 0.7% of the step."""
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
-    from dlbench.frameworks.pytorch.training import Net
-
     spec = get_cnn("cnn")
     images = torch.zeros(4, spec.channels[0], spec.image_size, spec.image_size)
     with FlopCounterMode(display=False) as counter:
-        Net(spec)(images).sum().backward()
+        net(spec)(images).sum().backward()
     expected = flops.step_flops("training", "cnn", 4)
     assert counter.get_total_flops() == pytest.approx(expected, rel=0.02)
     assert counter.get_total_flops() < expected
