@@ -37,6 +37,7 @@ def test_the_fp32_peak_is_plausible(tmp_path):
     assert (record["size"], record["dtype"], record["threads"]) == (512, "float32", 1)
     assert record["samples"] >= 5 and record["arithmetic"]["tf32"] is False
     assert record["environment"]["hardware_fingerprint"]
+    assert record["loadavg_before"] >= 0 and record["loadavg_after"] >= 0
 
 
 @pytest.mark.parametrize("precision", ["bf16", "tf32"])

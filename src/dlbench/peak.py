@@ -11,6 +11,7 @@ as its cells are; so is a device that is not there. Usage: `dlbench peak` (the w
 peak rule, which keeps the file: it is measured once, not once per report).
 """
 
+import os
 import statistics
 import time
 from pathlib import Path
@@ -49,7 +50,10 @@ def measure(device: str, precision: str, threads: int, seconds: float = 1.5,
     record["arithmetic"] = backend.set_arithmetic(precision)
     with devices.exclusive(device) as waited:
         record["lock_wait_s"] = waited
+        # The run queue before and after: other work on the cores lowers the figure.
+        record["loadavg_before"] = os.getloadavg()[0]
         record |= _gemm(backend, precision, size or default_size(device, threads), seconds)
+        record["loadavg_after"] = os.getloadavg()[0]
     return record | {"libraries": backend.versions(), "environment": env.fingerprint()}
 
 

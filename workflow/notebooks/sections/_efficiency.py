@@ -32,7 +32,9 @@ several = several_devices(cells)
 # precision and with the same threads as the cell (`dlbench peak`, measured once and kept
 # in `results/peak/`). **% of peak** is achieved over peak: the share of the machine's best
 # matrix-product speed that the whole model reached, copies, softmax and framework
-# overhead included — small inputs leave most of it unused.
+# overhead included — small inputs leave most of it unused. The peak is a median over about
+# 1.5 s: other work on the machine while it ran lowers it (its file records the load before
+# and after), and a share above 100% says the peak was measured on a busier machine.
 
 # %%
 if cells.empty:
