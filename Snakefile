@@ -14,6 +14,7 @@ report: "workflow/report/workflow.rst"
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/reference.smk"
+include: "workflow/rules/peak.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/run.smk"
 include: "workflow/rules/aggregate.smk"

@@ -147,4 +147,5 @@ def test_sections_follow_the_scenario_names():
     files = section_files(notebook, ["inference", "echo", "../report", "generic", "_tail"])
     assert files == [(sections / "inference.py", None), (sections / "generic.py", "echo"),
                      (sections / "generic.py", "../report"), (sections / "generic.py", "generic"),
-                     (sections / "generic.py", "_tail"), (sections / "_tail.py", None)]
+                     (sections / "generic.py", "_tail"), (sections / "_efficiency.py", None),
+                     (sections / "_tail.py", None)]

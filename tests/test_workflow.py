@@ -1,6 +1,8 @@
 """End to end: the real `snakemake` on the tiny matrix, then the summary and the HTML
 report checked as files and in a real browser (headless Chromium)."""
 
+import json
+
 import pandas as pd
 import pytest
 
@@ -102,6 +104,30 @@ def test_report_renders_in_a_browser(workflow_run, chromium):
     assert len(images) >= 2 and all(done and width > 100 for done, width in images)
     assert len(tables) >= 4 and all(rows >= 2 for rows in tables)
     assert "PyTorch" in text and "TensorFlow" in text
+
+
+def test_the_peak_is_measured_once_and_reused_by_the_next_report(workflow_run):
+    """One GEMM peak per device and precision of the matrix; a report rendered again reads
+    the same files (not measured again: unchanged mtimes) and shows the efficiency."""
+    folder = workflow_run / "results" / "peak"
+    peaks = {path.name: path for path in folder.glob("*.json")}
+    assert sorted(peaks) == ["cpu_fp32_t2.json", "gpu_fp32_t2.json"]
+    cpu = json.loads(peaks["cpu_fp32_t2.json"].read_text())
+    assert cpu["status"] == "ok" and cpu["gflops"] > 0
+    gpu = json.loads(peaks["gpu_fp32_t2.json"].read_text())
+    assert gpu["status"] == "ok" or "CUDA" in gpu["reason"]
+    before = {name: path.stat().st_mtime_ns for name, path in peaks.items()}
+    report = workflow_run / "report" / "report.html"
+    rendered = report.stat().st_mtime_ns
+    run = snakemake(workflow_run, TINY_CONFIG, *PROFILE, "--cores", "2", "--forcerun", "report")
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert report.stat().st_mtime_ns > rendered
+    assert {name: path.stat().st_mtime_ns for name, path in peaks.items()} == before
+    html = report.read_text()
+    assert "Efficiency against the machine's limit" in report_html.headings(html)
+    rows = [row for heading, rows in report_html.tables(html)
+            if heading == "Efficiency against the machine's limit" for row in rows]
+    assert any(text.endswith("%") for row in rows for text in row)
 
 
 def test_second_run_has_nothing_to_do(workflow_run):

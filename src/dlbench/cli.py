@@ -1,6 +1,6 @@
 """The dlbench command: `run` measures cells, `aggregate` joins results, `report` renders
-the report, `compare` compares two result sets, `check` validates a config, `list` shows
-the known names."""
+the report, `compare` compares two result sets, `peak` measures the machine's GEMM peak,
+`check` validates a config, `list` shows the known names."""
 
 import argparse
 import sys
@@ -10,6 +10,7 @@ from pathlib import Path
 from dlbench import result, scenarios, settings
 from dlbench.axes import DEVICES, FRAMEWORKS
 from dlbench.matrix import DEFAULT_SCENARIO, FAILED, Cell
+from dlbench.optimizations import PRECISIONS
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -58,6 +59,21 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--summary", required=True, type=Path)
     rep.add_argument("--executed", required=True, type=Path, help="the executed notebook")
     rep.add_argument("--out", required=True, type=Path, help="the HTML to write")
+    rep.add_argument("--peaks", nargs="*", type=Path, default=[],
+                     help="the machine's GEMM peaks (`dlbench peak`'s JSON files), the "
+                     "ceiling of the efficiency section")
+
+    peak = commands.add_parser(
+        "peak", help="measure the GEMM peak of a device, precision and thread count (the "
+        "ceiling of the report's efficiency section) and write it as JSON")
+    peak.add_argument("--device", required=True, choices=DEVICES)
+    peak.add_argument("--precision", required=True, choices=list(PRECISIONS))
+    peak.add_argument("--threads", required=True, type=int)
+    peak.add_argument("--out", required=True, type=Path)
+    peak.add_argument("--seconds", type=float, default=1.5,
+                      help="how long to multiply (default: %(default)s)")
+    peak.add_argument("--size", type=int,
+                      help="the matrices' side (default: sized to be compute-bound)")
 
     cmp = commands.add_parser(
         "compare", help="compare two result sets cell by cell: changes of the median with "
@@ -202,10 +218,16 @@ def main(argv: list[str] | None = None) -> int:
 
         return compare.run(args.baseline, args.new, args.csv, args.html,
                            args.notebook or compare.NOTEBOOK, args.executed)
+    if args.command == "peak":
+        from dlbench import peak
+
+        print(peak.describe(peak.write(args.device, args.precision, args.threads, args.out,
+                                       args.seconds, args.size)))
+        return 0
     if args.command == "report":
         from dlbench.report import render
 
-        render(args.notebook, args.summary, args.executed, args.out)
+        render(args.notebook, args.summary, args.executed, args.out, args.peaks)
         return 0
     return _list()
 

@@ -150,5 +150,12 @@ def fingerprint() -> dict:
     return found
 
 
+def set_thread_variables(threads: int) -> None:
+    """Set the thread pools' variables, which they read when a framework loads: before the
+    import, so that Snakemake's values do not win."""
+    for name in THREAD_VARIABLES:
+        os.environ[name] = str(threads)
+
+
 def thread_variables() -> dict[str, str | None]:
     return {name: os.environ.get(name) for name in THREAD_VARIABLES}

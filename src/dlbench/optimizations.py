@@ -214,3 +214,13 @@ OPTIMIZATIONS = MappingProxyType(
         for p in recipe.precisions
     }
 )
+
+
+def precision_of(optimization, recorded) -> str | None:
+    """The precision a cell's result records, else the suffix of its optimization's name."""
+    if isinstance(recorded, str) and recorded in PRECISIONS:
+        return recorded
+    if not isinstance(optimization, str):
+        return None
+    suffix = optimization.rsplit("-", 1)[-1]
+    return suffix if suffix in PRECISIONS and suffix != "fp32" else "fp32"

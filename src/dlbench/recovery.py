@@ -10,7 +10,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from dlbench import aggregate, report
+from dlbench import aggregate, peak, report
 from dlbench.matrix import Cell
 from dlbench.record import finish, new_record
 
@@ -44,7 +44,10 @@ def summarize_failed_run(cells: Iterable[Cell], settings: dict, notebook: Path) 
     paths = records(cells, settings, Path("results/runs"), failed)
     summary, csv, html = (Path(p) for p in OUTPUTS)
     aggregate.aggregate(paths, summary, csv)
-    report.render(notebook, summary, Path("logs/report.ipynb"), html)
+    # The peaks measured so far (the report matches them to the cells' device, precision
+    # and threads).
+    peaks = sorted(Path(peak.FOLDER).glob("*.json"))
+    report.render(notebook, summary, Path("logs/report.ipynb"), html, peaks)
     # Older than every record: they stand in for the aggregate and report rules' outputs
     # until a run completes, so the next run must see them as outdated and rebuild them.
     stamp = min(path.stat().st_mtime for path in paths) - 1

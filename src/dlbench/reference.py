@@ -10,7 +10,6 @@ cell. Usage: python -m dlbench.reference weights|output … (the workflow's refe
 """
 
 import argparse
-import os
 import sys
 import time
 from functools import cache
@@ -44,8 +43,7 @@ def output_path(model: str, batch: int, seqlen: int) -> str:
 def _ops(threads: int):
     """PyTorch's inference operations on the CPU (once per process: thread pools are set
     only once)."""
-    for name in env.THREAD_VARIABLES:
-        os.environ[name] = str(threads)
+    env.set_thread_variables(threads)
     from dlbench.frameworks import load_backend, load_ops
 
     return load_ops(load_backend("pytorch", "cpu", threads, 1), "inference")

@@ -12,6 +12,7 @@
 
 # %% tags=["parameters"]
 summary = "results/summary.parquet"
+peaks = []  # the machine's GEMM peaks: `dlbench peak`'s files (the efficiency section)
 
 # %%
 from dlbench.analysis.environment import environment

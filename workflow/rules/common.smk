@@ -77,8 +77,18 @@ def cell_args(wildcards):
     return " ".join(names + scenario + measurement_settings.to_args(MEASUREMENT))
 
 
+def job_device(wildcards):
+    """The device a measuring job uses: its cells', or a peak job's own (peak.smk)."""
+    if "device" in wildcards.keys():
+        return wildcards.device
+    return job_cells(wildcards)[0].device
+
+
 def cell_runs(wildcards):
-    """Whether the job measures (and so needs its device), or only records why not."""
+    """Whether the job measures (and so needs its device), or only records why not; a peak
+    job always measures."""
+    if "device" in wildcards.keys():
+        return True
     return any(cell.unsupported_reason() is None for cell in job_cells(wildcards))
 
 
@@ -87,13 +97,13 @@ def cell_threads(wildcards):
 
 
 def cell_gpus(wildcards):
-    return int(job_cells(wildcards)[0].device == "gpu" and cell_runs(wildcards))
+    return int(job_device(wildcards) == "gpu" and cell_runs(wildcards))
 
 
 def cell_cpu_timing(wildcards):
     """1 for a job timed on the CPU: with the profile's cpu_timing=1, Snakemake starts one
     at a time and gives the other cores to cheap jobs (the harness's lock is the guarantee)."""
-    return int(job_cells(wildcards)[0].device == "cpu" and cell_runs(wildcards))
+    return int(job_device(wildcards) == "cpu" and cell_runs(wildcards))
 
 
 def cell_env(wildcards):
@@ -127,7 +137,7 @@ def input_args(wildcards, input):
 
 def cell_partition(wildcards):
     """The config's GPU partition for GPU cells, its partition for the others."""
-    gpu = job_cells(wildcards)[0].device == "gpu" and CLUSTER["gpu_partition"]
+    gpu = job_device(wildcards) == "gpu" and CLUSTER["gpu_partition"]
     return gpu or CLUSTER["partition"] or None
 
 
@@ -143,7 +153,7 @@ def cell_gpu_model(wildcards):
 
 def cell_slurm_extra(wildcards):
     """Whole nodes for measuring CPU cells: no other job shares the cores while timing."""
-    exclusive = cell_runs(wildcards) and job_cells(wildcards)[0].device == "cpu"
+    exclusive = cell_runs(wildcards) and job_device(wildcards) == "cpu"
     return "--exclusive" if exclusive else None
 
 
@@ -223,3 +233,19 @@ def reference_mem_mb(wildcards, attempt):
     from dlbench.models import get_model
 
     return int((2000 + 8 * get_model(wildcards.model).millions) * attempt)
+
+
+# The machine's limits, measured by peak.smk: one GEMM peak per device and precision of
+# the cells that can run, at the measurement's thread count; the report reads them.
+from dlbench.optimizations import precision_of
+from dlbench.peak import peak_path
+
+PEAK_KEYS = sorted({(cell.device, precision_of(cell.optimization, None))
+                    for cell in CELLS.values() if cell.unsupported_reason() is None})
+PEAKS = [peak_path(device, precision, MEASUREMENT["threads"])
+         for device, precision in PEAK_KEYS]
+
+
+def peak_constraint(position):
+    """A wildcard constraint admitting the devices (0) or precisions (1) of those peaks."""
+    return alternatives(key[position] for key in PEAK_KEYS) or "^$"

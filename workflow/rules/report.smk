@@ -1,5 +1,6 @@
-# The summary → papermill runs the report notebook (its head, one section per scenario and
-# the tail, see dlbench.report) → HTML without code cells.
+# The summary and the machine's peaks → papermill runs the report notebook (its head, one
+# section per scenario, the efficiency section and the tail, see dlbench.report) → HTML
+# without code cells.
 
 # Every notebook file is an input: editing the head or any section renders the report again.
 REPORT_SECTIONS = sorted(
@@ -12,6 +13,8 @@ rule report:
         summary="results/summary.parquet",
         notebook=workflow.source_path("../notebooks/report.py"),
         sections=[workflow.source_path(f"../notebooks/sections/{n}") for n in REPORT_SECTIONS],
+        # The machine's GEMM peaks of the cells' devices and precisions (peak.smk).
+        peaks=PEAKS,
     output:
         report("report/report.html", category="Report", caption="../report/report.rst"),
     log:
@@ -26,7 +29,8 @@ rule report:
     shell:
         "PYTHONPATH={params.src:q} {params.python:q} -m dlbench report"
         " --notebook {input.notebook:q} --summary {input.summary:q}"
-        " --executed {log.notebook:q} --out {output:q} > {log.log:q} 2>&1"
+        " --executed {log.notebook:q} --out {output:q} --peaks {input.peaks:q}"
+        " > {log.log:q} 2>&1"
 
 
 onerror:

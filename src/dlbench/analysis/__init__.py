@@ -17,5 +17,7 @@ ratio        PyTorch/TensorFlow: the best of each framework, their ratio per cel
 startup      the start-up cost of a process
 gpu          GPU cells: device time, memory, utilization
 generic      the table of a scenario that has no report section of its own
+efficiency   FLOPs, achieved FLOP/s and the share of the machine's measured peak per cell
+roofline     the efficiency figure: achieved FLOP/s against work, the peaks as ceilings
 plots        figures drawn on given matplotlib axes
 """

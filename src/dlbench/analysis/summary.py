@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from dlbench import scenarios as registry
+from dlbench.optimizations import precision_of
 
 # Summaries written before scenarios existed hold inference cells only.
 DEFAULT_SCENARIO = "inference"
@@ -70,18 +71,6 @@ def derive(summary: pd.DataFrame) -> pd.DataFrame:
         frame.loc[cells.index, "eager_ms"] = joined.where(cells["timed"] & ~cells["profiled"])
     frame["speedup"] = frame["eager_ms"] / frame["median_ms"]
     return frame
-
-
-def precision_of(optimization, recorded) -> str | None:
-    """The precision a cell's result records, else the suffix of its optimization's name."""
-    from dlbench.optimizations import PRECISIONS
-
-    if isinstance(recorded, str) and recorded in PRECISIONS:
-        return recorded
-    if not isinstance(optimization, str):
-        return None
-    suffix = optimization.rsplit("-", 1)[-1]
-    return suffix if suffix in PRECISIONS and suffix != "fp32" else "fp32"
 
 
 def timed(frame: pd.DataFrame) -> pd.DataFrame:

@@ -2,7 +2,6 @@
 one after the other, each by its scenario, writing each record as soon as it is done."""
 
 import gc
-import os
 import time
 import traceback
 from functools import partial
@@ -21,8 +20,7 @@ def measure_cells(tasks: list, paths: list[Path], start: float, repeat: int,
     start: when the cost of the first cell starts (the process's start); repeat: which of
     the cells' fresh processes this is (training seeds each one differently)."""
     # Thread pools read these when the framework loads; Snakemake's values must not win.
-    for name in env.THREAD_VARIABLES:
-        os.environ[name] = str(settings["threads"])
+    env.set_thread_variables(settings["threads"])
     backend = None
     for position, (task, path) in enumerate(zip(tasks, paths, strict=True)):
         record = new_record(task.cell, task.settings(settings), started=start)

@@ -1,18 +1,19 @@
-"""Render the report: the head notebook, one section per scenario of the summary and the
-tail, composed into one notebook, executed by papermill on the summary, as HTML without
-code cells.
+"""Render the report: the head notebook, one section per scenario of the summary, the
+efficiency section and the tail, composed into one notebook, executed by papermill on the
+summary and the machine's peaks, as HTML without code cells.
 
 The notebooks are jupytext percent scripts: `<head>` (e.g. workflow/notebooks/report.py),
 and beside it `sections/<scenario>.py` for a scenario with a section of its own,
-`sections/generic.py` for any other (its `scenario` set to the scenario's name) and
-`sections/_tail.py` for what applies to every scenario. Each section's own cell tagged
-"parameters" (its defaults, so that it runs alone) gives way to the head's parameters.
-`dlbench compare` renders its page the same way from a notebook of its own.
+`sections/generic.py` for any other (its `scenario` set to the scenario's name), then
+`sections/_efficiency.py` and `sections/_tail.py`, for what applies to every scenario.
+Each section's own cell tagged "parameters" (its defaults, so that it runs alone) gives
+way to the head's parameters. `dlbench compare` renders its page the same way from a
+notebook of its own.
 """
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,12 +30,14 @@ GENERIC = "generic"
 # The HTML page: nbconvert's lab template, less the scripts it would fetch from the network.
 OFFLINE = Path(__file__).with_name("offline.html.j2")
 TAIL = "_tail"
+# After the scenarios' sections, for the cells of every scenario.
+COMMON = ("_efficiency", TAIL)
 # A scenario's name finds its section file: only plain names, never generic's or the tail's.
 _SECTION_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
 
 
 def section_files(notebook: Path, scenarios: list[str]) -> list[tuple[Path, str | None]]:
-    """(section file, scenario to set or None) for each scenario, then the tail."""
+    """(section file, scenario to set or None) for each scenario, then the common ones."""
     folder = Path(notebook).parent / SECTIONS
     files = []
     for scenario in scenarios:
@@ -43,7 +46,7 @@ def section_files(notebook: Path, scenarios: list[str]) -> list[tuple[Path, str 
             files.append((own, None))
         else:
             files.append((folder / f"{GENERIC}.py", scenario))
-    return files + [(folder / f"{TAIL}.py", None)]
+    return files + [(folder / f"{name}.py", None) for name in COMMON]
 
 
 def compose(notebook: Path, scenarios: list[str]) -> "NotebookNode":
@@ -76,13 +79,15 @@ def _this_dlbench_first() -> Iterator[None]:
             os.environ["PYTHONPATH"] = before
 
 
-def render(notebook: Path, summary: Path, executed: Path, html: Path) -> None:
-    """The report of `summary` as `html`, from the head `notebook` and its sections; the
-    executed notebook (its input beside it, *.input.ipynb) is kept as `executed`."""
+def render(notebook: Path, summary: Path, executed: Path, html: Path,
+           peaks: Sequence[Path] = ()) -> None:
+    """The report of `summary` as `html`, from the head `notebook` and its sections, with
+    the machine's GEMM `peaks` (`dlbench peak`'s files); the executed notebook (its input
+    beside it, *.input.ipynb) is kept as `executed`."""
     from dlbench.analysis.summary import load, scenarios
 
-    execute(compose(notebook, scenarios(load(summary))), {"summary": str(summary)},
-            executed, html)
+    execute(compose(notebook, scenarios(load(summary))),
+            {"summary": str(summary), "peaks": [str(p) for p in peaks]}, executed, html)
 
 
 def render_compare(notebook: Path, baseline: Path, new: Path, executed: Path,

@@ -1,0 +1,142 @@
+"""Efficiency against the machine's limit: what each timed cell computes (dlbench.flops),
+the FLOP/s it achieved, and the fraction of the measured GEMM peak (dlbench.peak) of its
+device, precision and thread count.
+
+A cell's FLOPs are those of one timed iteration: a forward pass (inference), a training
+step of the CNN (training: 3 × the forward pass of its batch) or of a transformer with its
+language-model head (train_step). Achieved FLOP/s = FLOPs / median time. Cells measured
+under a profiler are left out (their times are not comparable).
+"""
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from dlbench import flops
+from dlbench.analysis.summary import axes
+from dlbench.report.format import fmt_ms, fmt_percent, framework_name, na
+
+SCENARIOS = ("inference", "training", "train_step")
+PEAK_KEYS = ["device", "precision", "threads"]
+_PEAK_COLUMNS = PEAK_KEYS + ["status", "reason", "peak_gflops", "peak_hardware"]
+
+
+def load_peaks(paths: Iterable[str | Path]) -> pd.DataFrame:
+    """One row per peak file: device, precision, threads, status, reason, peak_gflops
+    (NaN unless ok) and peak_hardware (the hardware fingerprint it was measured on)."""
+    rows = []
+    for path in paths:
+        record = json.loads(Path(path).read_text())
+        rows.append({**{key: record[key] for key in PEAK_KEYS + ["status", "reason"]},
+                     "peak_gflops": record.get("gflops", np.nan),
+                     "peak_hardware": (record.get("environment") or {}).get(
+                         "hardware_fingerprint")})
+    return pd.DataFrame(rows, columns=_PEAK_COLUMNS).astype({"peak_gflops": float})
+
+
+def _iteration_flops(row) -> float:
+    seqlen = None if pd.isna(row.get("seqlen", np.nan)) else int(row["seqlen"])
+    try:
+        return flops.step_flops(row["scenario"], row["model"], int(row["batch"]), seqlen)
+    except (KeyError, ValueError):  # a model or scenario without a FLOP count
+        return np.nan
+
+
+def efficiency(frame: pd.DataFrame, peaks: pd.DataFrame) -> pd.DataFrame:
+    """The timed cells of the scenarios with FLOP counts, with `flops` (per timed
+    iteration), `achieved_gflops`, `threads` (the intra-op threads the cell used), the
+    matching peak's `peak_status`, `peak_reason`, `peak_gflops` and `peak_hardware`, and
+    `fraction_of_peak` (NaN without an ok peak). Cells whose model has no FLOP count are
+    left out."""
+    cells = frame[frame["timed"] & frame["scenario"].isin(SCENARIOS) & ~frame["profiled"]]
+    cells = cells.copy()
+    cells["flops"] = [_iteration_flops(row) for _, row in cells.iterrows()]
+    cells = cells[cells["flops"].notna()]
+    cells["achieved_gflops"] = cells["flops"] / (cells["median_ms"] / 1e3) / 1e9
+    threads = cells["intra_op_threads"] if "intra_op_threads" in cells else np.nan
+    cells["threads"] = pd.to_numeric(pd.Series(threads, index=cells.index), errors="coerce")
+    matched = peaks.rename(columns={"status": "peak_status", "reason": "peak_reason"})
+    matched = matched.drop_duplicates(PEAK_KEYS, keep="last").astype({"threads": float})
+    cells = cells.reset_index().merge(matched, how="left", on=PEAK_KEYS).set_index("index")
+    cells.index.name = None
+    cells["fraction_of_peak"] = cells["achieved_gflops"] / cells["peak_gflops"]
+    return cells
+
+
+def table(cells: pd.DataFrame, several_devices: bool) -> pd.DataFrame:
+    """One row per cell of `efficiency`: scenario, model, batch, length and the
+    scenario's other settings (data set, pipeline, optimizer; where any cell has them),
+    framework, optimization, precision (and device), GFLOP per iteration, median ms,
+    achieved GFLOP/s, the peak (or N/A with its reason) and the % of it; ✗ after the
+    achieved rate marks a wrong answer."""
+    order = ["scenario", "model", "batch", "seqlen", "framework", "optimization", "device"]
+    rows = []
+    for _, row in cells.sort_values([c for c in order if c in cells]).iterrows():
+        out = {"scenario": row["scenario"], "model": row["model"], "batch": int(row["batch"]),
+               "length": "" if pd.isna(row.get("seqlen", np.nan)) else int(row["seqlen"]),
+               "framework": framework_name(row["framework"]),
+               "optimization": row["optimization"], "precision": row["precision"]}
+        out["settings"] = ", ".join(str(row[a]) for a in axes(row["scenario"])
+                                    if a not in ("batch", "seqlen") and pd.notna(row.get(a)))
+        if several_devices:
+            out["device"] = row["device"]
+        mark = " ✗" if row["wrong_answer"] else ""
+        out.update({"GFLOP / iteration": fmt_ms(row["flops"] / 1e9),
+                    "median ms": fmt_ms(row["median_ms"]),
+                    "achieved GFLOP/s": fmt_ms(row["achieved_gflops"]) + mark,
+                    "peak GFLOP/s": _peak_text(row),
+                    "% of peak": fmt_share(row["fraction_of_peak"])})
+        rows.append(out)
+    frame = pd.DataFrame(rows)
+    for column in ("length", "settings"):  # only where some cell has one
+        if not frame.empty and not frame[column].astype(str).str.len().any():
+            frame = frame.drop(columns=column)
+    return frame
+
+
+def fmt_share(value: float) -> str:
+    """A share of the peak: '12.3%', and small ones with two significant digits ('0.012%',
+    not '0.0%'); '' for NaN."""
+    if pd.isna(value) or value >= 0.01:
+        return fmt_percent(value)
+    return f"{value * 100:.2g}%"
+
+
+def _peak_text(row) -> str:
+    if pd.notna(row["peak_gflops"]):
+        return fmt_ms(row["peak_gflops"])
+    if pd.isna(row["peak_status"]):
+        return "N/A (not measured)"
+    return na(row["peak_status"], row["peak_reason"])
+
+
+def by_optimization(cells: pd.DataFrame, several_devices: bool) -> pd.DataFrame:
+    """Per scenario, framework, optimization and precision (and device): the cells, the
+    median and the best % of the peak, and the best achieved GFLOP/s, over the cells with
+    a right answer (a rate that came with a wrong answer does not count)."""
+    keys = ["scenario", "framework", "optimization", "precision"] + (
+        ["device"] if several_devices else [])
+    grouped = cells[~cells["wrong_answer"]].groupby(keys, sort=True, dropna=False)
+    frame = grouped.agg(cells=("flops", "size"),
+                        median_fraction=("fraction_of_peak", "median"),
+                        best_fraction=("fraction_of_peak", "max"),
+                        best_gflops=("achieved_gflops", "max")).reset_index()
+    frame["framework"] = frame["framework"].map(framework_name)
+    for column in ("median_fraction", "best_fraction"):
+        frame[column] = frame[column].map(fmt_share)
+    frame["best_gflops"] = frame["best_gflops"].map(fmt_ms)
+    return frame.rename(columns={"median_fraction": "median % of peak",
+                                 "best_fraction": "best % of peak",
+                                 "best_gflops": "best GFLOP/s"})
+
+
+def other_hardware(cells: pd.DataFrame) -> int:
+    """How many cells were matched to a peak measured on other hardware (another hardware
+    fingerprint): their fractions compare two machines."""
+    if "env_hardware_fingerprint" not in cells:
+        return 0
+    known = cells["peak_hardware"].notna() & cells["env_hardware_fingerprint"].notna()
+    return int((known & cells["peak_hardware"].ne(cells["env_hardware_fingerprint"])).sum())

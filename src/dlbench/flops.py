@@ -1,0 +1,110 @@
+"""Floating-point operations of a forward pass and a training step, from the architecture.
+
+Convention: one multiply-add is 2 FLOPs (a matrix product (m×k)·(k×n) is 2·m·k·n FLOPs).
+Counted are the matrix products, which are nearly all of the work; left out are the
+embedding look-ups, biases, softmax, layer norms, activations, dropout and the loss.
+
+Transformers, with batch b, length s, width h, feed-forward width f and L layers; per
+layer, in multiply-adds:
+
+    projections   4·b·s·h²    queries, keys, values and the attention output
+    feed-forward  2·b·s·h·f   up to f and back down to h
+    scores        b·s²·h      Q·Kᵀ, summed over the heads (heads × head width = h)
+    mix           b·s²·h      attention weights × V
+
+Families:
+
+- BERT, RoBERTa (BertModel, RobertaModel): f = intermediate_size; plus the pooler, a
+  dense h×h layer on the first token of each sequence (b·h²).
+- DistilBERT: width `dim`, f = `hidden_dim`, no pooler.
+- GPT-2 (and DistilGPT-2): width `n_embd`, f = `n_inner` or 4·h. The attention is causal
+  but the implementations compute the full s×s scores and mask them: counted in full.
+- XLM: width `emb_dim`, f = 4·h, no pooler.
+- XLNet (two-stream off, no memory, no segments): width `d_model`, f = `d_inner`; its
+  relative attention also projects the 2s relative positions of every sequence (2·b·s·h²)
+  and scores the queries against them (2·b·s²·h), besides the content scores (b·s²·h).
+
+The language-model head (logits = hidden × word embeddingsᵀ, b·s·h·V for a vocabulary of
+V) is not part of inference, which runs the base models; the train_step scenario's tied
+head is counted (`lm_head=True`).
+
+The vision CNN (dlbench.models.vision, every convolution padded to keep its size): a k×k
+convolution from C to C' channels on an H×W image is H·W·C·C'·k² multiply-adds, a dense
+layer n → m is n·m.
+
+A training step is 3 × the forward pass: the backward pass computes the gradients of the
+activations and of the weights, each a product as large as the forward one (the first
+layer's input gradient, which frameworks skip, is counted; the optimizer step, a few
+operations per weight, is not).
+"""
+
+from dlbench.models import MODELS, ModelSpec
+from dlbench.models.vision import CNN
+from dlbench.models.vision import MODELS as CNNS
+
+FLOPS_PER_MULTIPLY_ADD = 2
+# Forward + backward (activations' and weights' gradients), in forward passes.
+TRAINING_STEP_FACTOR = 3
+
+# Per family: the config keys of width, layers and feed-forward width (None: 4 × width),
+# whether a pooler follows, and whether attention is XLNet's relative attention.
+_KEYS = {
+    "bert": ("hidden_size", "num_hidden_layers", "intermediate_size", True),
+    "roberta": ("hidden_size", "num_hidden_layers", "intermediate_size", True),
+    "distilbert": ("dim", "n_layers", "hidden_dim", False),
+    "gpt2": ("n_embd", "n_layer", "n_inner", False),
+    "xlm": ("emb_dim", "n_layers", None, False),
+    "xlnet": ("d_model", "n_layer", "d_inner", False),
+}
+
+
+def transformer_multiply_adds(spec: ModelSpec, batch: int, seqlen: int,
+                              lm_head: bool = False) -> int:
+    """Multiply-adds of one forward pass of a registry transformer (see the module)."""
+    width_key, layers_key, ffn_key, pooler = _KEYS[spec.family]
+    h, layers = int(spec.params[width_key]), int(spec.params[layers_key])
+    f = int(spec.params.get(ffn_key) or 4 * h) if ffn_key else 4 * h
+    tokens = batch * seqlen
+    per_layer = tokens * (4 * h * h + 2 * h * f) + 2 * batch * seqlen * seqlen * h
+    if spec.family == "xlnet":
+        per_layer += 2 * tokens * h * h + 2 * batch * seqlen * seqlen * h
+    total = layers * per_layer
+    if pooler:
+        total += batch * h * h
+    if lm_head:
+        total += tokens * h * spec.vocab_size
+    return total
+
+
+def cnn_multiply_adds(cnn: CNN, batch: int) -> int:
+    """Multiply-adds of one forward pass of the vision CNN on a batch of images."""
+    side, total, c, k = cnn.image_size, 0, cnn.channels, cnn.kernel
+    for i in range(4):
+        total += side * side * c[i] * c[i + 1] * k * k
+        if i % 2:  # a max-pool of 2 after every second convolution
+            side //= 2
+    total += cnn.flat * cnn.hidden + cnn.hidden * cnn.classes
+    return batch * total
+
+
+def forward_flops(model: str, batch: int, seqlen: int | None = None,
+                  lm_head: bool = False) -> float:
+    """FLOPs of one forward pass of a registry model (a transformer needs `seqlen`)."""
+    if model in CNNS:
+        return float(FLOPS_PER_MULTIPLY_ADD * cnn_multiply_adds(CNNS[model], batch))
+    if seqlen is None:
+        raise ValueError(f"{model}: a transformer's FLOPs need a sequence length")
+    return float(FLOPS_PER_MULTIPLY_ADD
+                 * transformer_multiply_adds(MODELS[model], batch, seqlen, lm_head))
+
+
+def step_flops(scenario: str, model: str, batch: int, seqlen: int | None = None) -> float:
+    """FLOPs of what one timed iteration of a scenario computes: a forward pass
+    (inference), a training step of the CNN (training) or of a transformer with its tied
+    language-model head (train_step)."""
+    if scenario == "inference":
+        return forward_flops(model, batch, seqlen)
+    if scenario in ("training", "train_step"):
+        head = scenario == "train_step"
+        return TRAINING_STEP_FACTOR * forward_flops(model, batch, seqlen, lm_head=head)
+    raise ValueError(f"no FLOP count for scenario {scenario!r}")

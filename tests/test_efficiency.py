@@ -1,0 +1,162 @@
+"""The efficiency analysis on a hand-made summary and hand-made peak files: FLOPs per
+iteration, achieved FLOP/s, the matching peak (device, precision, threads) and its share;
+the table, the per-optimization view and the roofline figure."""
+
+import json
+
+import matplotlib
+import numpy as np
+import pytest
+
+from dlbench import flops
+from dlbench.analysis import efficiency, roofline
+from tests.test_analysis import cell, frame
+
+matplotlib.use("Agg")
+
+BERT = "bert-base-uncased"
+BERT_FLOPS = flops.forward_flops(BERT, 1, 128)
+CNN_STEP = flops.step_flops("training", "cnn", 64)
+
+
+def _peak(folder, device, precision, threads, gflops=None, reason=None, hardware="hw1"):
+    path = folder / f"{device}_{precision}_t{threads}.json"
+    record = {"kind": "gemm_peak", "device": device, "precision": precision,
+              "threads": threads, "status": "ok" if gflops else "unsupported",
+              "reason": reason, "environment": {"hardware_fingerprint": hardware}}
+    if gflops:
+        record["gflops"] = gflops
+    path.write_text(json.dumps(record))
+    return path
+
+
+@pytest.fixture
+def peaks(tmp_path):
+    return efficiency.load_peaks([
+        _peak(tmp_path, "cpu", "fp32", 2, gflops=BERT_FLOPS / 1e9 / 0.05),  # 447 GFLOP/s
+        _peak(tmp_path, "cpu", "bf16", 2, reason="this CPU has no native bf16 arithmetic"),
+    ])
+
+
+@pytest.fixture
+def cells(peaks):
+    same = {"intra_op_threads": 2, "env_hardware_fingerprint": "hw1"}
+    summary = frame(
+        # 100 ms for 22.3 GFLOP: half the fp32 peak.
+        cell("pytorch", "eager", 100.0, model=BERT, seqlen=128, **same),
+        # A wrong answer keeps its rate, marked.
+        cell("tensorflow", "graph", 50.0, model=BERT, seqlen=128, within=False, **same),
+        cell("pytorch", "eager-bf16", 80.0, model=BERT, seqlen=128, **same),
+        # Four threads: no peak was measured for them.
+        cell("tensorflow", "eager", 40.0, model=BERT, seqlen=128, intra_op_threads=4),
+        cell("pytorch", "compile", status="oom", reason="out of memory", model=BERT,
+             seqlen=128),
+        cell("pytorch", "eager", 10.0, model="not-in-the-registry", **same),
+        cell("pytorch", "eager", 50.0, model="cnn", batch=64, seqlen=np.nan,
+             scenario="training", within=None, intra_op_threads=2, optimizer="sgd",
+             dataset="synthetic", pipeline="w0",
+             env_hardware_fingerprint="hw2"),
+    )
+    summary["scenario"] = summary["scenario"].fillna("inference")
+    return efficiency.efficiency(summary, peaks)
+
+
+def test_flops_rates_and_fractions_of_the_matching_peak(cells):
+    by = cells.set_index(["framework", "optimization", "scenario"])
+    assert len(cells) == 5  # the oom cell and the unknown model are left out
+    eager = by.loc[("pytorch", "eager", "inference")]
+    assert eager["flops"] == BERT_FLOPS
+    assert eager["achieved_gflops"] == pytest.approx(BERT_FLOPS / 0.1 / 1e9)
+    assert eager["fraction_of_peak"] == pytest.approx(0.5)
+    assert by.loc[("tensorflow", "graph", "inference"), "fraction_of_peak"] == pytest.approx(1)
+    # The training step: 3 forward passes of the batch, against the same fp32 peak.
+    training = by.loc[("pytorch", "eager", "training")]
+    assert training["flops"] == CNN_STEP
+    assert training["fraction_of_peak"] == pytest.approx(CNN_STEP / 0.05 / 1e9 / 447.0, 1e-3)
+    bf16 = by.loc[("pytorch", "eager-bf16", "inference")]
+    assert bf16["peak_status"] == "unsupported" and np.isnan(bf16["fraction_of_peak"])
+    four = by.loc[("tensorflow", "eager", "inference")]
+    assert four["threads"] == 4 and np.isnan(four["peak_gflops"])
+
+
+def test_table_shows_rates_peaks_and_reasons(cells):
+    table = efficiency.table(cells, several_devices=False).set_index(
+        ["scenario", "framework", "optimization"])
+    assert table.loc[("inference", "PyTorch", "eager"), "% of peak"] == "50.0%"
+    assert table.loc[("inference", "PyTorch", "eager"), "GFLOP / iteration"] == "22.3"
+    assert table.loc[("inference", "TensorFlow", "graph"), "achieved GFLOP/s"].endswith("✗")
+    assert table.loc[("inference", "PyTorch", "eager-bf16"), "peak GFLOP/s"].startswith(
+        "N/A (this CPU has no native bf16")
+    assert table.loc[("inference", "TensorFlow", "eager"), "peak GFLOP/s"] == \
+        "N/A (not measured)"
+    assert table.loc[("training", "PyTorch", "eager"), "length"] == ""
+    assert table.loc[("training", "PyTorch", "eager"), "settings"] == "synthetic, w0, sgd"
+    assert table.loc[("inference", "PyTorch", "eager"), "settings"] == ""
+    assert "device" not in table
+
+
+def test_small_shares_keep_two_significant_digits():
+    assert [efficiency.fmt_share(v) for v in (0.5, 0.0123, 0.000123, np.nan)] == \
+        ["50.0%", "1.2%", "0.012%", ""]
+
+
+def test_per_optimization_view_and_other_hardware(cells):
+    view = efficiency.by_optimization(cells, several_devices=False)
+    row = view[view["optimization"].eq("eager") & view["scenario"].eq("inference")
+               & view["framework"].eq("PyTorch")].iloc[0]
+    assert (row["cells"], row["median % of peak"]) == (1, "50.0%")
+    # TensorFlow graph's only cell was a wrong answer: no rate to count.
+    assert not (view["framework"].eq("TensorFlow") & view["optimization"].eq("graph")).any()
+    assert efficiency.other_hardware(cells) == 1  # the training cell ran on hw2
+
+
+def test_the_roofline_draws_every_cell_and_the_ceilings(cells, peaks):
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    roofline.roofline(ax, cells, peaks)
+    points = sum(len(c.get_offsets()) for c in ax.collections)
+    assert points == len(cells)
+    ceilings = [line.get_ydata()[0] for line in ax.get_lines()]
+    assert ceilings == [pytest.approx(447.0, rel=1e-3)]  # the unsupported bf16 has none
+    plt.close(fig)
+
+
+def test_without_peaks_the_rates_have_no_ceiling(cells):
+    none = efficiency.load_peaks([])
+    assert none.empty
+    assert efficiency.efficiency(
+        frame(cell("pytorch", "eager", 100.0, model=BERT, seqlen=128)), none
+    )["fraction_of_peak"].isna().all()
+
+
+def test_the_report_shows_the_section_with_its_table_and_figure(tmp_path):
+    """The real notebook, rendered by papermill: the section follows the scenarios', its
+    tables hold every cell, and its figure is embedded."""
+    from dlbench.report import render
+    from tests import report_html
+    from tests.conftest import REPO
+
+    summary = frame(
+        cell("pytorch", "eager", 100.0, model=BERT, seqlen=128, intra_op_threads=2),
+        cell("pytorch", "eager", 30.0, model=BERT, seqlen=32, intra_op_threads=2),
+        cell("tensorflow", "eager", 120.0, model=BERT, seqlen=128, intra_op_threads=2),
+    ).assign(scenario="inference")
+    path = tmp_path / "summary.parquet"
+    summary.drop(columns=["precision", "timed", "checked", "wrong_answer", "profiled",
+                          "eager_ms", "speedup"]).to_parquet(path, index=False)
+    peak = _peak(tmp_path, "cpu", "fp32", 2, gflops=BERT_FLOPS / 1e9 / 0.05)
+    html_path = tmp_path / "report.html"
+    render(REPO / "workflow/notebooks/report.py", path, tmp_path / "report.ipynb", html_path,
+           [peak])
+    html = html_path.read_text()
+    headings = report_html.headings(html)
+    section = headings.index("Efficiency against the machine's limit")
+    assert headings.index("Median latency per framework (ms)") < section
+    assert section < headings.index("Measurement quality")
+    shown = {caption: rows for caption, rows in report_html.tables(html)
+             if caption == "Efficiency against the machine's limit"}
+    assert shown
+    texts = [" ".join(row) for _, rows in report_html.tables(html) for row in rows]
+    assert any("50.0%" in text and "447" in text for text in texts)
+    assert len(report_html.images(html)) >= 1
