@@ -15,12 +15,11 @@ is the default now). A setting that keeps its v1 value stays off the command lin
 
 import os
 import shutil
-import sys
 
 import pandas as pd
 import pytest
 
-from tests.conftest import REPO, snakemake
+from tests.conftest import BIN, REPO, snakemake
 
 pytestmark = pytest.mark.slow  # end-to-end: `pytest -m "not slow"` skips it
 
@@ -35,7 +34,9 @@ def restore(mode: str, workdir):
     shutil.copytree(FIXTURE / "reference", workdir / "results" / "reference")
     for path in (FIXTURE / mode / "runs").iterdir():
         shutil.copy(path, workdir / "results" / "runs" / path.name)
-    python = sys.executable  # the interpreter the workflow runs its jobs on
+    # The interpreter the workflow runs its jobs on: snakemake's own (its sys.executable),
+    # which is not this one where .venv is a link to another checkout's environment.
+    python = (BIN / "snakemake").read_text().splitlines()[0].removeprefix("#!").split()[0]
     for path in (FIXTURE / mode / "metadata").iterdir():
         text = path.read_text().replace("@SRC@", str(REPO / "src")).replace("@PYTHON@", python)
         (workdir / ".snakemake" / "metadata" / path.name).write_text(text)
