@@ -1,6 +1,7 @@
 """Render the report: the head notebook, one section per scenario of the summary and the
 tail, composed into one notebook, executed by papermill on the summary, as HTML without
-code cells.
+code cells, finished as a page of its own (dlbench.report.page: offline, a table of
+contents, a print stylesheet).
 
 The notebooks are jupytext percent scripts: `<head>` (e.g. workflow/notebooks/report.py),
 and beside it `sections/<scenario>.py` for a scenario with a section of its own,
@@ -16,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from dlbench.report.page import finish
 from dlbench.result import write_text_atomic
 
 if TYPE_CHECKING:
@@ -91,4 +93,4 @@ def render(notebook: Path, summary: Path, executed: Path, html: Path) -> None:
             progress_bar=False,
         )
     body, _ = nbconvert.HTMLExporter(exclude_input=True).from_filename(str(executed))
-    write_text_atomic(html, body)
+    write_text_atomic(html, finish(body))
