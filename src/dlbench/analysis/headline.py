@@ -7,7 +7,7 @@ import pandas as pd
 
 from dlbench.analysis.flags import flagged
 from dlbench.analysis.status import not_applicable
-from dlbench.analysis.summary import axes
+from dlbench.analysis.summary import axes, of_scenario, scenarios
 from dlbench.analysis.uncertainty import TIE, ratio_interval, verdict
 from dlbench.report.format import fmt_fixed, framework_name
 
@@ -42,7 +42,8 @@ def winners(frame: pd.DataFrame, several_devices: bool = False) -> pd.DataFrame:
     a wrong answer (✗: they do not win)."""
     rows = []
     timed = frame[frame["timed"] & ~frame["profiled"]]
-    for scenario, cells in timed.groupby("scenario", sort=False):
+    for scenario in scenarios(timed):
+        cells = of_scenario(timed, scenario)
         sizes = [a for a in axes(scenario) if a in cells]
         keys = ["model"] + (["device"] if several_devices else []) + sizes
         for values, group in cells.groupby(keys, sort=True):
