@@ -118,7 +118,7 @@ def test_reproduce_from_the_provenance(cells, tmp_path):
     recorded = provenance.read(tmp_path / "summary.parquet")
     assert recorded["pins_hash"] == provenance.pins_hash() and len(recorded["pins_hash"]) == 16
     again = reproduce(cells, recorded)
-    assert again.config == "frameworks:\n- pytorch\n"
+    assert again.config == "frameworks: [pytorch]\n"
     assert again.command.endswith("snakemake --cores all --configfile config.yaml")
     values = dict(again.table.values.tolist())
     assert values["cells' git commit"] == "abc123"

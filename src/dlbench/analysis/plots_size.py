@@ -52,10 +52,10 @@ def memory_vs_size(cells: pd.DataFrame, figure: Figure, column: str = "steady_pe
         oom = panel[panel["status"].eq("oom")]
         if not oom.empty:
             top = measured[column].max() if not measured.empty else 1.0
-            ax.scatter(oom["tokens"], np.full(len(oom), top * 1.15), marker="x", color="red",
+            ax.scatter(oom["tokens"], np.full(len(oom), top * 1.1), marker="x", color="red",
                        s=60, label="out of memory")
         _log2_axis(ax, sorted(panel["tokens"].unique()))
-        ax.set_yscale("log")
+        ax.set_ylim(bottom=0)
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
         ax.set_title(model)
         ax.set_xlabel("input size: batch × sequence length (tokens)")

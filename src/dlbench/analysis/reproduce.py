@@ -51,7 +51,8 @@ def reproduce(frame: pd.DataFrame, provenance: dict | None) -> Reproduce:
                  ("config files given", ", ".join(provenance.get("configfiles") or []) or "—"),
                  ("dlbench", str(provenance.get("dlbench"))),
                  ("Snakemake", str(provenance.get("snakemake")))]
-        config = yaml.safe_dump(provenance.get("config") or {}, sort_keys=False)
+        config = yaml.safe_dump(provenance.get("config") or {}, sort_keys=False,
+                                default_flow_style=None)
         commit = provenance.get("git_commit") or "<commit>"
         command = (f"git clone <dlbench repository> dlbench && cd dlbench\n"
                    f"git checkout {commit}\n"

@@ -11,6 +11,8 @@ body { font-size: 15px; }
 nav#contents ol { columns: 2; margin: 0.3em 0 1em; }
 nav#contents ol ol { columns: 1; margin: 0; }
 table caption { font-weight: 600; }
+pre, code { font-family: ui-monospace, "DejaVu Sans Mono", monospace; }
+.jp-RenderedMarkdown .highlight pre { background: #f5f5f5; padding: 6px 10px; }
 @media print {
   @page { size: A4; margin: 12mm; }
   body { font-size: 10pt; }
@@ -22,6 +24,7 @@ table caption { font-weight: 600; }
   .jp-Cell-inputWrapper, .jp-InputPrompt, .jp-OutputPrompt, .anchor-link { display: none; }
   nav#contents ol { columns: 2; }
   a { color: inherit; text-decoration: none; }
+  pre { white-space: pre-wrap; }
 }
 """
 
