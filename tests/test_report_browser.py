@@ -35,7 +35,16 @@ def test_report_in_a_browser(tmp_path, chromium):
             driver.execute_script(f"document.getElementById('{section}').scrollIntoView()")
             driver.save_screenshot(str(shots / f"{number}-{section}.png"))
         pdf = base64.b64decode(driver.print_page())
+        # The page as printed: the print stylesheet applied, at an A4 page's width.
+        driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": "print"})
+        driver.set_window_size(800, 1100)
+        for number, section in enumerate(SHOTS[:2], 1):
+            driver.execute_script(f"document.getElementById('{section}').scrollIntoView()")
+            driver.save_screenshot(str(shots / f"print-{number}-{section}.png"))
+        headings = driver.execute_script(
+            "return [...document.querySelectorAll('h2')].filter(h => h.offsetHeight > 0).length")
     assert errors == []
+    assert headings == len(targets) - 1  # printed, every h2 is shown (the one h1 aside)
     assert len(images) == 9 and all(done and width > 0 for done, width in images)
     assert len(targets) > 10 and all(targets)
     assert pdf.startswith(b"%PDF") and pdf.count(b"/Type /Page") > 3

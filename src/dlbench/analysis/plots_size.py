@@ -53,7 +53,8 @@ def memory_vs_size(cells: pd.DataFrame, figure: Figure, column: str = "steady_pe
         if not oom.empty:
             top = measured[column].max() if not measured.empty else 1.0
             ax.scatter(oom["tokens"], np.full(len(oom), top * 1.1), marker="x", color="red",
-                       s=60, label="out of memory")
+                       s=60, label="out of memory", clip_on=False)
+            ax.set_ylim(top=top * 1.2)
         _log2_axis(ax, sorted(panel["tokens"].unique()))
         ax.set_ylim(bottom=0)
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))

@@ -20,8 +20,10 @@ pre, code { font-family: ui-monospace, "DejaVu Sans Mono", monospace; }
   h1, h2, h3 { break-after: avoid; }
   h1:not(:first-of-type) { break-before: page; }
   img { max-width: 100% !important; height: auto !important; }
-  table { font-size: 8pt; }
-  .jp-Cell-inputWrapper, .jp-InputPrompt, .jp-OutputPrompt, .anchor-link { display: none; }
+  table { font-size: 7.5pt; }
+  th, td { padding: 2px 4px !important; }
+  .jp-OutputArea-output { overflow: visible !important; }
+  .jp-InputPrompt, .jp-OutputPrompt, .anchor-link { display: none; }
   nav#contents ol { columns: 2; }
   a { color: inherit; text-decoration: none; }
   pre { white-space: pre-wrap; }
