@@ -13,7 +13,6 @@ from dlbench.report.format import fmt_fixed, framework_name
 
 # The sections that list each kind of cell (their headings, which the report links to).
 QUALITY, CORRECTNESS, STATUS = "Measurement quality", "Correctness", "Status overview"
-MEMORY = "Memory against input size"
 
 
 def _name(row) -> str:

@@ -134,7 +134,7 @@ else:
              "without a valid speed-up there", left=["model", "device", "missing"])
 if summary_view.other_framework:
     say(f"Left out: {summary_view.other_framework} combinations of a framework with the other "
-        "framework's optimization (N/A by design; the status section lists them).")
+        "framework's optimization (not applicable by design; the status section counts them).")
 
 # %% [markdown]
 # ## Compile, trace and conversion time
