@@ -5,6 +5,7 @@ import json
 
 import pandas as pd
 import pytest
+from bs4 import BeautifulSoup
 
 from dlbench import config, result
 from dlbench.matrix import expand_cells
@@ -87,7 +88,8 @@ def test_report_shows_every_cells_median(workflow_run):
     assert "not applicable" in counts[0]  # PyTorch graph: counted, never listed as failed
     provenance = json.loads((workflow_run / "results" / "provenance.json").read_text())
     assert provenance["config"]["inference"] == TINY_CONFIG["inference"]
-    assert "snakemake --cores all --configfile config.yaml" in html
+    assert "snakemake --cores all --configfile config.yaml" in BeautifulSoup(
+        html, "html.parser").get_text()
     assert "import pandas" not in html and "dlbench.analysis" not in html  # no code cells
 
 
