@@ -70,6 +70,7 @@ def headless_chrome(binary: str):
 
     options = webdriver.ChromeOptions()
     options.binary_location = binary
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # console messages
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update",
                  "--window-size=1400,1000"):

@@ -255,14 +255,23 @@ def test_older_summaries_count_a_library_only_on_its_frameworks_path():
 
 def test_status_counts_and_cells_without_timing(summary):
     counts = status.status_counts(summary).set_index("framework")
-    assert list(counts.columns) == ["ok", "oom", "unsupported", "error", "total"]
-    assert counts.loc["PyTorch"].tolist() == [5, 1, 2, 0, 8]
-    assert counts.loc["TensorFlow"].tolist() == [4, 0, 1, 1, 6]
-    assert counts.loc["total"].tolist() == [9, 1, 3, 1, 14]
-    untimed = status.untimed(summary)
-    assert untimed["status"].tolist() == ["error", "oom", "unsupported", "unsupported",
-                                          "unsupported"]
-    assert untimed["cell_id"].iloc[2:].is_monotonic_increasing
+    # PyTorch's graph cells are not applicable by design: a column of their own.
+    assert list(counts.columns) == ["ok", "oom", "unsupported", "error", "not applicable",
+                                    "total"]
+    assert counts.loc["PyTorch"].tolist() == [5, 1, 0, 0, 2, 8]
+    assert counts.loc["TensorFlow"].tolist() == [4, 0, 1, 1, 0, 6]
+    assert counts.loc["total"].tolist() == [9, 1, 1, 1, 2, 14]
+    untimed = status.untimed(summary)  # not listing the cells not applicable by design
+    assert untimed["cell_id"].tolist() == ["tensorflow_bert_cpu_b1_s16_eager",
+                                           "pytorch_bert_cpu_b1_s16_compile",
+                                           "tensorflow_bert_cpu_b1_s8_xla"]
+    assert status.not_applicable_combinations(summary).values.tolist() == [
+        ["PyTorch", "graph", 2]]
+
+
+def test_status_counts_without_cells_not_applicable(summary):
+    counts = status.status_counts(summary[~status.not_applicable(summary)])
+    assert "not applicable" not in counts
 
 
 # --- flags -------------------------------------------------------------------------------------
@@ -374,10 +383,13 @@ def test_latency_sheet_marks_flags_wrong_answers_and_reasons(summary):
     compiled = sheets["pytorch", "compile"]
     assert compiled.table.iloc[0, 2:].tolist() == ["2.50", "N/A (out of memory)"]
     assert compiled.tooltips.iloc[0, 3] == "oom: CUDA out of memory"
+    # Another framework's optimization: no sheet (the status section counts its cells).
+    assert ("pytorch", "graph") not in sheets
     # Every cell of a sheet unsupported for one reason: one line instead of a table.
-    assert sheets["pytorch", "graph"].not_run == (2, "unsupported",
-                                                  "graph does not exist in PyTorch")
-    assert sheets["pytorch", "graph"].table is None
+    gpu_only = [cell("tensorflow", "xla", status="unsupported", reason="needs a GPU",
+                     seqlen=n) for n in (8, 16)]
+    [xla] = latency.sheets(frame(*gpu_only))
+    assert (xla.not_run, xla.table) == ((2, "unsupported", "needs a GPU"), None)
     # One cell only: a table even though it did not run.
     assert sheets["tensorflow", "xla"].table.iloc[0, 2:].tolist() == [
         "N/A (XLA needs a GPU here)", "16.0"]

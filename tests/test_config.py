@@ -4,6 +4,7 @@ scenario's keys live in its section (inference:); the v1 layout, with them at th
 level, is still read."""
 
 import copy
+import re
 import subprocess
 import sys
 
@@ -193,3 +194,21 @@ def test_check_command_validates_a_preset(tmp_path):
     assert done.returncode == 1
     assert "'inference.batch_sizes[0]': -1 is not allowed; it must be a positive integer" in (
         done.stderr)
+
+
+@pytest.mark.parametrize("optimizations, message", [
+    ({"pytorch": ["eager"]}, "inference: optimizations: no list for tensorflow"),
+    ({"pytorch": ["eager"], "tensorflow": ["grph"]},
+     "'inference.optimizations.tensorflow[0]': 'grph' is not allowed (did you mean 'graph'?)"),
+    ({"pytorch": ["eager"], "tensorflow": ["eager"], "jax": ["eager"]},
+     "unknown config key 'inference.optimizations.jax'"),
+])
+def test_optimizations_per_framework_are_checked(optimizations, message):
+    with pytest.raises(config.ConfigError, match=re.escape(message)):
+        config.validate(tiny_config(optimizations=optimizations))
+
+
+def test_optimizations_per_framework_name_frameworks_of_the_matrix():
+    with pytest.raises(config.ConfigError, match="tensorflow is not in frameworks"):
+        config.validate(tiny_config(frameworks=["pytorch"], optimizations={
+            "pytorch": ["eager"], "tensorflow": ["graph"]}))

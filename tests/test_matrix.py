@@ -1,12 +1,15 @@
 """Matrix expansion: every combination, stable readable ids, paths owned by the cell, and
 which cells cannot apply."""
 
-import pytest
+import itertools
 
-from dlbench import config
+import pytest
+import yaml
+
+from dlbench import config, scenarios
 from dlbench.matrix import Cell, expand_cells, group_outputs
 from dlbench.scenarios.inference import cell as inference_cell
-from tests.conftest import TINY_CONFIG, tiny_config
+from tests.conftest import REPO, TINY_CONFIG, tiny_config
 
 
 def test_product_of_the_axes_with_unique_ids():
@@ -76,3 +79,42 @@ def test_cells_whose_measurement_changed_get_a_new_command_line(framework, devic
     extra = [f"--protocol={protocol}"] if protocol > 1 else []
     assert cell.cli_args()[6:] == extra
     assert cell.group_cli_args([cell])[-1:] == (extra or ["8"])
+
+
+PER_FRAMEWORK = {"pytorch": ["eager", "compile"], "tensorflow": ["eager", "graph", "xla"]}
+
+
+def test_optimizations_per_framework_leave_out_what_does_not_apply():
+    one_list = expand_cells(config.validate(tiny_config(optimizations=[
+        "eager", "compile", "graph", "xla"])))
+    mapped = expand_cells(config.validate(tiny_config(optimizations=PER_FRAMEWORK)))
+    assert {c.optimization for c in mapped if c.framework == "pytorch"} == {"eager", "compile"}
+    # The same cells, with the same job commands, as one list's minus those of the other
+    # framework's optimizations (N/A by design), in the same order.
+    by_design = [c for c in one_list if "does not exist in" in (c.unsupported_reason() or "")]
+    assert [c.cli_args() for c in mapped] == [
+        c.cli_args() for c in one_list if c not in by_design]
+    assert not [c for c in mapped if "does not exist in" in (c.unsupported_reason() or "")]
+
+
+@pytest.mark.parametrize("path", sorted(REPO.glob("config/**/*.yaml")), ids=lambda p: p.name)
+def test_every_shipped_config_expands_to_the_full_product(path, tmp_path):
+    """One list of optimizations: every framework × model × device × sizes × optimization,
+    in this order (the job commands of configs written before the per-framework form)."""
+    raw = yaml.safe_load(path.read_text())
+    if "cifar10" in raw.get("training", {}).get("datasets", []):
+        from tests.test_training import fake_cifar10
+
+        raw["data"]["cifar10_dir"] = str(fake_cifar10(tmp_path / "cifar"))
+    settings = config.validate(raw)
+    expected = []
+    for name in settings["scenarios"]:
+        section, spec = settings[name], scenarios.get(name)
+        sizes = [section[axis.config_key] for axis in spec.axes]
+        names = [axis.name for axis in spec.axes]
+        assert isinstance(section["optimizations"], list)
+        expected += [Cell(name, f, m, d, o, tuple(zip(names, s, strict=True)))
+                     for f, m, d, *s, o in itertools.product(
+                         settings["frameworks"], section["models"], settings["devices"], *sizes,
+                         section["optimizations"])]
+    assert expand_cells(settings) == expected

@@ -5,6 +5,7 @@ import json
 
 import pandas as pd
 import pytest
+from bs4 import BeautifulSoup
 
 from dlbench import config, result
 from dlbench.matrix import expand_cells
@@ -72,6 +73,8 @@ def test_report_shows_every_cells_median(workflow_run):
             text = sheets[heading][cell.model, str(cell.batch), f"seqlen {cell.seqlen}"]
             assert text.split()[0] == fmt_ms(cell.median_ms), (cell.cell_id, text)
             timed += 1
+        elif "does not exist in" in cell.reason:  # not applicable by design: no sheet
+            assert heading not in sheets
         elif heading in sheets:
             text = sheets[heading][cell.model, str(cell.batch), f"seqlen {cell.seqlen}"]
             assert text == na(cell.status, cell.reason), (cell.cell_id, text)
@@ -82,6 +85,11 @@ def test_report_shows_every_cells_median(workflow_run):
     counts = next(rows for _, rows in report_html.tables(html)
                   if rows[0][:2] == ["framework", "ok"])
     assert counts[-1][0] == "total" and counts[-1][-1] == str(len(summary))
+    assert "not applicable" in counts[0]  # PyTorch graph: counted, never listed as failed
+    provenance = json.loads((workflow_run / "results" / "provenance.json").read_text())
+    assert provenance["config"]["inference"] == TINY_CONFIG["inference"]
+    assert "snakemake --cores all --configfile config.yaml" in BeautifulSoup(
+        html, "html.parser").get_text()
     assert "import pandas" not in html and "dlbench.analysis" not in html  # no code cells
 
 

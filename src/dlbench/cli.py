@@ -53,6 +53,10 @@ def _parser() -> argparse.ArgumentParser:
     agg.add_argument("results", nargs="+", type=Path)
     agg.add_argument("--parquet", required=True, type=Path)
     agg.add_argument("--csv", required=True, type=Path)
+    agg.add_argument("--provenance", type=Path,
+                     help="also write what re-running the matrix takes here (JSON)")
+    agg.add_argument("--config", default="{}", help="the workflow's config, as JSON")
+    agg.add_argument("--configfiles", nargs="*", default=[], help="the config files given")
 
     rep = commands.add_parser("report", help="render the HTML report of a summary")
     rep.add_argument("--notebook", required=True, type=Path, help="jupytext percent script")
@@ -210,6 +214,12 @@ def main(argv: list[str] | None = None) -> int:
         except result.ResultError as exc:
             print(f"dlbench aggregate: {exc}", file=sys.stderr)
             return 1
+        if args.provenance:
+            import json
+
+            from dlbench import provenance
+
+            provenance.write(args.provenance, json.loads(args.config), args.configfiles)
         return 0
     if args.command == "check":
         return _check(args.config)

@@ -70,7 +70,9 @@ def validate(config: dict, source: str = "config") -> dict:
                 if missing else "the config has no scenario section")
         raise ConfigError(f"invalid {source}:\n  - {what}; add a section named after the "
                           f"scenario ({known}) with its models, optimizations and sizes")
-    problems = [p for name in config["scenarios"] for p in scenarios.get(name).validate(config)]
+    problems = [f"{name}: {p}" for name in config["scenarios"]
+                for p in scenarios.optimization_problems(config[name], config["frameworks"])]
+    problems += [p for name in config["scenarios"] for p in scenarios.get(name).validate(config)]
     if problems:
         raise ConfigError(f"invalid {source}:\n" + "\n".join(f"  - {p}" for p in problems))
     return config
@@ -177,6 +179,11 @@ def _suggest(value: object, options: list[str], prefix: str = "") -> str:
 
 
 def _describe(error: jsonschema.ValidationError, aliases: dict[str, str]) -> str:
+    if error.validator == "oneOf" and error.context:
+        # One list, or a list per framework: name what is wrong in the form it was given in.
+        given = [e for e in error.context if e.relative_schema_path[0] == (
+            1 if isinstance(error.instance, dict) else 0)]
+        return _describe(jsonschema.exceptions.best_match(given or error.context), aliases)
     key, value, schema = _key(error, aliases), error.instance, error.schema
     where = f"config key '{key}'" if key else "config"
     match error.validator:

@@ -15,12 +15,16 @@ summary = "results/summary.parquet"
 peaks = []  # the machine's GEMM peaks: `dlbench peak`'s files (the efficiency section)
 
 # %%
+from IPython.display import HTML, display
+
+from dlbench.analysis import headline
 from dlbench.analysis.environment import environment
 from dlbench.analysis.startup import grouped
-from dlbench.analysis.status import status_counts, untimed
-from dlbench.analysis.summary import load, timed
+from dlbench.analysis.status import not_applicable_combinations, status_counts, untimed
+from dlbench.analysis.summary import load, several_devices, timed
 from dlbench.report.display import say, show
 from dlbench.report.format import framework_name
+from dlbench.report.page import CONTENTS_ID, anchor
 
 df = load(summary)
 ok = timed(df)
@@ -41,6 +45,35 @@ ok = timed(df)
 # cell with its full reason. Every answer is checked — an inference output against PyTorch
 # eager fp32 on the same weights and inputs, a trained model's test accuracy against the other
 # framework's —: **✗** marks a wrong answer, and a speed-up that came with it does not count.
+
+# %%
+display(HTML(f'<nav id="{CONTENTS_ID}"></nav>'))
+
+# %% [markdown]
+# ## The answer
+#
+# For each model and input size, the fastest framework and optimization among the cells
+# whose output was right (a wrong answer never wins), its precision and median, and **by how
+# much** it beats the runner-up: the runner-up's median over the fastest's, with the 95%
+# interval from the two medians' intervals. A **tie** is an interval that contains 1: the
+# difference is inside the measured noise. Precisions differ between rows only where the
+# fastest cell ran in a reduced precision: the precision column says so.
+
+# %%
+answer = headline.winners(df, several_devices(df))
+if answer.empty:
+    say("No cell produced a timing, so there is no answer to give.")
+else:
+    show(answer, "The fastest right answer per model and input size",
+         left=["scenario", "model", "device", "fastest", "precision", "correct", "by how much",
+               "runner-up", "faster but wrong"])
+attention = headline.attention(df)
+if attention.empty:
+    say(f"All {len(df)} cells ran, none is flagged and none computed a wrong answer.")
+else:
+    say("Cells that need a look: " + "; ".join(
+        f"**{row.cells} {row.kind}** ([see {row.section}](#{anchor(row.section)}))"
+        for row in attention.itertuples()) + ".")
 
 # %%
 frameworks = ", ".join(framework_name(f) for f in sorted(df["framework"].dropna().unique()))
@@ -93,3 +126,10 @@ if failed.empty and not df.empty:
 elif not failed.empty:
     say(f"**{len(failed)} of {len(df)} cells did not produce a timing:**")
     show(failed)
+by_design = not_applicable_combinations(df)
+if not by_design.empty:
+    say(f"Not applicable by design, and not counted as failures: {int(by_design['cells'].sum())}"
+        " cells of a framework with the other framework's optimization ("
+        + ", ".join(f"{r.framework} {r.optimization}: {r.cells}" for r in by_design.itertuples())
+        + "). Name the optimizations per framework in the config to leave them out of the "
+        "matrix.")

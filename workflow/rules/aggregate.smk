@@ -12,14 +12,19 @@ rule aggregate:
             category="Summary",
             caption="../report/summary.rst",
         ),
+        provenance="results/provenance.json",
     log:
         "logs/aggregate.log",
     params:
         src=SRC,
         python=PYTHON,
+        # What re-running the matrix takes (the report's Reproduce section).
+        config=json.dumps(config, sort_keys=True, default=str),
+        configfiles=[str(f) for f in workflow.configfiles],
     threads: 1
     conda:
         "../../envs/report.yaml"
     shell:
         "PYTHONPATH={params.src:q} {params.python:q} -m dlbench aggregate {input.results:q}"
-        " --parquet {output.parquet:q} --csv {output.csv:q} > {log:q} 2>&1"
+        " --parquet {output.parquet:q} --csv {output.csv:q} --provenance {output.provenance:q}"
+        " --config {params.config:q} --configfiles {params.configfiles:q} > {log:q} 2>&1"

@@ -1,4 +1,5 @@
 # The matrix: validated config → cells, each knowing its id and paths. No rules here.
+import json
 import mimetypes
 import sys
 from pathlib import Path

@@ -11,6 +11,7 @@ REPORT_SECTIONS = sorted(
 rule report:
     input:
         summary="results/summary.parquet",
+        provenance="results/provenance.json",
         notebook=workflow.source_path("../notebooks/report.py"),
         sections=[workflow.source_path(f"../notebooks/sections/{n}") for n in REPORT_SECTIONS],
         # The machine's GEMM peaks of the cells' devices and precisions (peak.smk).

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from dlbench.analysis.flags import flagged
+from dlbench.analysis.status import not_applicable
 from dlbench.report.format import blank_repeats, fmt_error, fmt_ms, na
 
 UNSTABLE_MARK = " †"  # the harness flagged the timing unstable or noisy
@@ -75,7 +76,10 @@ def sheet(cells: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def sheets(frame: pd.DataFrame) -> list[Sheet]:
-    """One sheet per framework, optimization and device, in that order."""
+    """One sheet per framework, optimization and device, in that order; none for a
+    framework with the other framework's optimization (not applicable by design: the
+    status section counts those)."""
+    frame = frame[~not_applicable(frame)]
     groups = frame.dropna(subset=["framework"]).groupby(
         ["framework", "optimization", "device"], dropna=False, sort=True
     )

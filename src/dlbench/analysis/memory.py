@@ -66,3 +66,51 @@ def load_versus_steady(timed: pd.DataFrame) -> pd.DataFrame | None:
         table[column] = table[column].map(lambda v: "—" if pd.isna(v) else f"{v:,.0f}")
     return table.rename(columns={"load": "load peak", "steady": "steady peak",
                                  "input": "steady − model", "whole": "whole-cell peak"})
+
+
+def label(cells: pd.DataFrame) -> pd.Series:
+    """'PyTorch eager' per cell: a framework and optimization as a figure's line names it
+    (and '(gpu)' after it where the cells ran on more than one device)."""
+    names = cells["framework"].map(framework_name) + " " + cells["optimization"]
+    return names + " (" + cells["device"] + ")" if cells["device"].nunique() > 1 else names
+
+
+def against_size(cells: pd.DataFrame, column: str = "steady_peak_mb") -> pd.DataFrame | None:
+    """Peak memory (MiB) against input size: one row per model, batch, sequence length
+    and their product (tokens), one column per framework and optimization; 'OOM' where
+    the cell ran out of memory, '' where it did not run or did not record `column`. Cells
+    of timed or out-of-memory status only; None when no timed cell recorded `column`."""
+    if column not in cells or cells.loc[cells["timed"], column].isna().all():
+        return None
+    shown = cells[cells["timed"] | cells["status"].eq("oom")].assign(line=label)
+    shown = shown.assign(tokens=shown["batch"] * shown["seqlen"], value=[
+        "OOM" if status == "oom" else ("" if pd.isna(v) else f"{v:,.0f}")
+        for status, v in zip(shown["status"], shown[column], strict=True)])
+    table = shown.pivot_table(index=["model", "batch", "seqlen", "tokens"], columns="line",
+                              values="value", aggfunc="first", fill_value="")
+    return table.rename_axis(None, axis=1).reset_index().rename(
+        columns={"seqlen": "length", "tokens": "batch × length"})
+
+
+def per_sample(timed: pd.DataFrame) -> pd.DataFrame | None:
+    """Per model, framework and optimization: the resident model (MiB) and what each
+    sample and each 1,000 tokens of input cost on top of it (steady − model, divided by
+    the batch or by batch × length: medians over the cells), host and, where recorded,
+    GPU. None when no cell recorded its phases."""
+    cells = with_input_cost(timed)
+    if "input_mb" not in cells or cells["input_mb"].isna().all():
+        return None
+    cells = cells[cells["input_mb"].notna()]
+    cells = cells.assign(sample=cells["input_mb"] / cells["batch"],
+                         kilotoken=1000 * cells["input_mb"] / (cells["batch"] * cells["seqlen"]))
+    columns = {"resident_after_model_mb": "model resident", "sample": "MiB per sample",
+               "kilotoken": "MiB per 1k tokens"}
+    if "device_input_mb" in cells and cells["device_input_mb"].notna().any():
+        cells["device_sample"] = cells["device_input_mb"] / cells["batch"]
+        columns["device_sample"] = "GPU MiB per sample"
+    table = cells.groupby(["model", "framework", "optimization"])[list(columns)].median()
+    table = table.reset_index().rename(columns=columns)
+    table["framework"] = table["framework"].map(framework_name)
+    for column in columns.values():
+        table[column] = table[column].map(lambda v: "—" if pd.isna(v) else f"{v:,.1f}")
+    return table

@@ -6,12 +6,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from dlbench.analysis.status import not_applicable
 from dlbench.report.format import fmt_error, fmt_s, framework_name, na
 
 # Colour scales reach at least this far from 1 (a 1.5× speed-up or slow-down).
 MIN_SCALE = 1.5
-# Why the cells of another framework's optimization did not run (N/A by design).
-OTHER_FRAMEWORK = "does not exist in"
 
 
 @dataclass
@@ -133,7 +132,7 @@ def overview(frame: pd.DataFrame, several_devices: bool) -> Overview:
     for (framework, optimization, device), cells in frame.dropna(subset=["framework"]).groupby(
             ["framework", "optimization", "device"], sort=True):
         timed = cells[cells["timed"]]
-        if timed.empty and cells["reason"].fillna("").str.contains(OTHER_FRAMEWORK).all():
+        if timed.empty and not_applicable(cells).all():
             other_framework += 1
             continue
         row = {"framework": framework_name(framework), "optimization": optimization}

@@ -6,7 +6,7 @@ slower?"."""
 import numpy as np
 import pandas as pd
 
-from dlbench.analysis.speedup import OTHER_FRAMEWORK
+from dlbench.analysis.status import not_applicable
 from dlbench.report.format import fmt_error, fmt_ms, fmt_percent, fmt_s, framework_name, na
 
 SCENARIO = "train_step"
@@ -46,7 +46,7 @@ def step_table(frame: pd.DataFrame, several_devices: bool) -> tuple[pd.DataFrame
     Also how many cells were left out: a framework with the other framework's optimization
     (N/A by design)."""
     cells = frame[frame["scenario"].eq(SCENARIO)]
-    by_design = cells["reason"].fillna("").str.contains(OTHER_FRAMEWORK) & ~cells["timed"]
+    by_design = not_applicable(cells) & ~cells["timed"]
     cells = cells[~by_design]
     parts = steps(frame)
     order = ["model", "batch", "seqlen", "optimizer", "framework", "optimization"]

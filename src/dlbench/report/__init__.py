@@ -1,6 +1,7 @@
 """Render the report: the head notebook, one section per scenario of the summary, the
 efficiency section and the tail, composed into one notebook, executed by papermill on the
-summary and the machine's peaks, as HTML without code cells.
+summary and the machine's peaks, as HTML without code cells, finished as a page of its own
+(dlbench.report.page: offline, a table of contents, a print stylesheet).
 
 The notebooks are jupytext percent scripts: `<head>` (e.g. workflow/notebooks/report.py),
 and beside it `sections/<scenario>.py` for a scenario with a section of its own,
@@ -18,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from dlbench.report.page import finish
 from dlbench.result import write_text_atomic
 
 if TYPE_CHECKING:
@@ -27,8 +29,6 @@ if TYPE_CHECKING:
 SRC = Path(__file__).resolve().parents[2]
 SECTIONS = "sections"
 GENERIC = "generic"
-# The HTML page: nbconvert's lab template, less the scripts it would fetch from the network.
-OFFLINE = Path(__file__).with_name("offline.html.j2")
 TAIL = "_tail"
 # After the scenarios' sections, for the cells of every scenario.
 COMMON = ("_efficiency", TAIL)
@@ -115,6 +115,5 @@ def execute(notebook: "NotebookNode", parameters: dict, executed: Path, html: Pa
             source, executed, parameters=parameters, kernel_name="python3",
             progress_bar=False,
         )
-    exporter = nbconvert.HTMLExporter(exclude_input=True, template_file=str(OFFLINE))
-    body, _ = exporter.from_filename(str(executed))
-    write_text_atomic(html, body)
+    body, _ = nbconvert.HTMLExporter(exclude_input=True).from_filename(str(executed))
+    write_text_atomic(html, finish(body))

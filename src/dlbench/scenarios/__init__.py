@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from dlbench.axes import FRAMEWORKS
 from dlbench.measure.stats import between_processes, relative_half_width, summarize
 
 if TYPE_CHECKING:
@@ -111,8 +112,8 @@ class Scenario:
         """The JSON schema of this scenario's config section."""
         properties = {
             "models": _names("model names (`dlbench list`)", self.models()),
-            "optimizations": _names("optimization names (`dlbench list`)",
-                                    self.optimizations()),
+            "optimizations": _per_framework(_names("optimization names (`dlbench list`)",
+                                                   self.optimizations())),
         }
         for axis in self.axes:
             properties[axis.config_key] = {"description": axis.description, "type": "array",
@@ -132,9 +133,10 @@ class Scenario:
         return [
             Cell(self.name, framework, model, device, optimization,
                  tuple(zip(names, sizes, strict=True)))
-            for framework, model, device, *sizes, optimization in itertools.product(
-                frameworks, section["models"], devices,
-                *(section[axis.config_key] for axis in self.axes), section["optimizations"])
+            for framework in frameworks
+            for model, device, *sizes, optimization in itertools.product(
+                section["models"], devices, *(section[axis.config_key] for axis in self.axes),
+                optimizations_for(section, framework))
         ]
 
     def id_head(self, cell: "Cell") -> str:
@@ -228,6 +230,35 @@ class Scenario:
         """This scenario's part of the result schema: `params` (its axes) and, under
         `properties`, the sections it writes (applied to its records only)."""
         return {"params": {axis.name: axis.schema() for axis in self.axes}, "properties": {}}
+
+
+def optimizations_for(section: dict, framework: str) -> list[str]:
+    """The optimizations a section names for a framework: its one list (every framework),
+    or the framework's own list (none where the mapping leaves it out)."""
+    named = section["optimizations"]
+    return list(named.get(framework, [])) if isinstance(named, dict) else list(named)
+
+
+def optimization_problems(section: dict, frameworks: list[str]) -> list[str]:
+    """Optimizations named per framework: every framework of the matrix needs its list, and
+    every list a framework of the matrix."""
+    named = section["optimizations"]
+    if not isinstance(named, dict):
+        return []
+    missing = [f for f in frameworks if f not in named]
+    extra = [f for f in named if f not in frameworks]
+    return ([f"optimizations: no list for {', '.join(missing)} (name its optimizations, or "
+             "give one list for every framework)"] if missing else []) + (
+        [f"optimizations: {', '.join(extra)} is not in frameworks"] if extra else [])
+
+
+def _per_framework(names: dict) -> dict:
+    """One list for every framework, or a list per framework."""
+    return {"description": f"{names['description']}: one list for every framework, or a "
+            "list per framework ({pytorch: [eager, compile], tensorflow: [eager, xla]})",
+            "oneOf": [names, {"type": "object", "additionalProperties": False,
+                              "minProperties": 1,
+                              "properties": {f: names for f in FRAMEWORKS}}]}
 
 
 def _names(description: str, names: list[str]) -> dict:

@@ -4,7 +4,9 @@
 summary = "results/summary.parquet"
 
 # %%
+from dlbench import provenance
 from dlbench.analysis.quality import quality
+from dlbench.analysis.reproduce import reproduce
 from dlbench.analysis.startup import startup
 from dlbench.analysis.summary import load, timed
 from dlbench.measure.flags import (
@@ -68,3 +70,24 @@ if costs is None:
     say("No cell produced a timing, so there is no start-up cost to show.")
 else:
     show(blank_repeats(costs, "framework"))
+
+# %% [markdown]
+# ## Reproduce
+#
+# Everything re-running this matrix takes: the commands (dlbench at the recorded commit, the
+# config below saved as `config.yaml`), the config as the workflow read it (its config files
+# and any `--config` values merged), and the identities to check a re-run against: the git
+# commit, the hash of the files that pin the software (`requirements.txt`, `envs/*.yaml`),
+# the hash of every package installed in each framework's environment and the environment
+# fingerprint (hardware, libraries, Python; equal fingerprints: comparable results).
+
+# %%
+again = reproduce(df, provenance.read(summary))
+if again.command is None:
+    say("This summary has no provenance beside it (`results/provenance.json`, written by "
+        "`dlbench aggregate --provenance`), so the command and the config are not known.")
+else:
+    say(f"```bash\n{again.command}\n```")
+    say(f"**config.yaml**\n\n```yaml\n{again.config}```")
+show(again.table, "The identities of the code, the software and the environment",
+     left=["what", "value"])

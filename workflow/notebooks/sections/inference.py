@@ -13,8 +13,10 @@ from dlbench.analysis import (
     latency,
     memory,
     plots,
+    plots_size,
     precision,
     ratio,
+    scaling,
     speedup,
 )
 from dlbench.analysis.flags import flagged
@@ -132,7 +134,7 @@ else:
              "without a valid speed-up there", left=["model", "device", "missing"])
 if summary_view.other_framework:
     say(f"Left out: {summary_view.other_framework} combinations of a framework with the other "
-        "framework's optimization (N/A by design; the status section lists them).")
+        "framework's optimization (not applicable by design; the status section counts them).")
 
 # %% [markdown]
 # ## Compile, trace and conversion time
@@ -306,6 +308,54 @@ else:
          left=["framework", "optimization"])
     show(phases, "Memory by phase per cell (MiB)",
          left=["framework", "optimization", "model", "device"])
+
+# %% [markdown]
+# ## Memory against input size
+#
+# The steady peak of host memory (MiB, resident memory of the measuring process during the
+# timed loop) per model and input size — batch × sequence length, in tokens — for each
+# framework and optimization; **OOM** (a red ✕ in the figure) marks a cell that ran out of
+# memory at that size. Then what each sample, and each 1,000 tokens, costs on top of the
+# resident model (the steady peak minus the model, medians over the cells), and the same on
+# the GPU where cells ran there.
+
+# %%
+sized = memory.against_size(df)
+if sized is None:
+    say("No cell recorded its steady-state memory peak (results measured before dlbench did).")
+else:
+    show(sized, "Steady peak host memory (MiB) per input size; OOM: out of memory",
+         left=["model"])
+    plots_size.memory_vs_size(df, plt.figure())
+    plt.show()
+    show(memory.per_sample(ok), "Memory per sample and per 1,000 tokens on top of the "
+         "resident model (MiB, medians over the cells)",
+         left=["model", "framework", "optimization"])
+gpu_sized = memory.against_size(df, "device_steady_peak_mb")
+if gpu_sized is not None:
+    show(gpu_sized, "Steady peak GPU memory (MiB, the framework's allocator) per input size",
+         left=["model"])
+    plots_size.memory_vs_size(df[df["device"].eq("gpu")], plt.figure(), "device_steady_peak_mb",
+                              "steady peak GPU memory (MiB)")
+    plt.show()
+
+# %% [markdown]
+# ## Throughput against batch size and sequence length
+#
+# Throughput of the cells with a right answer: **samples per second** (batch / median
+# latency) against the batch size, and **tokens per second** (batch × length / median)
+# against the sequence length; higher is better. Each panel holds the other size at the
+# largest value that several sizes were measured at (named in its title). The error bars
+# are the 95% confidence interval of each cell's median, carried over to the throughput.
+
+# %%
+points = scaling.throughput(ok)
+if points.empty:
+    say("No cell with a right answer has a timing, so there is no throughput to plot.")
+else:
+    plots_size.throughput_vs_size(points, plt.figure())
+    plt.show()
+    show(scaling.table(points), "Samples per second (95% interval)", left=["model"])
 
 # %% [markdown]
 # ## Mixed precision: what stays in float32

@@ -45,7 +45,7 @@ else:
     show(blank_repeats(table, "model"), left=[c for c in text if c in table])
 if by_design:
     say(f"Left out: {by_design} cells of a framework with the other framework's optimization "
-        "(N/A by design; the status section lists them).")
+        "(not applicable by design; the status section counts them).")
 wrong = df[df["wrong_answer"]]
 if not wrong.empty:
     say(f"**✗ {len(wrong)} cells' initial loss is outside the tolerance of their precision**: "

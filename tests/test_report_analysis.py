@@ -1,0 +1,143 @@
+"""The report's answer first, memory against input size, throughput scaling, the reproduce
+table and the finished page, on synthetic summaries."""
+
+import json
+
+import matplotlib
+import numpy as np
+import pytest
+
+from dlbench import provenance
+from dlbench.analysis import headline, memory, plots_size, scaling
+from dlbench.analysis.reproduce import reproduce
+from dlbench.report.page import anchor, finish
+from tests.test_analysis import cell, frame
+
+matplotlib.use("Agg")
+
+
+def timed(framework, optimization, median, *, batch=1, seqlen=8, **extra) -> dict:
+    """A timed cell with a ±3% interval and memory phases growing with its input."""
+    tokens = batch * seqlen
+    return cell(framework, optimization, median, batch=batch, seqlen=seqlen,
+                median_ci95_ms_low=median * 0.97, median_ci95_ms_high=median * 1.03,
+                resident_after_model_mb=500.0, steady_peak_mb=500.0 + 2.0 * tokens,
+                **extra)
+
+
+@pytest.fixture
+def cells():
+    return frame(
+        timed("pytorch", "eager", 10.0), timed("pytorch", "torchscript", 5.0),
+        timed("tensorflow", "graph", 4.0), timed("tensorflow", "eager", 20.0),
+        # batch 2: the fastest answer is wrong; graph against eager-bf16 is 1.125×.
+        timed("pytorch", "torchscript", 6.0, batch=2, within=False, rel_error=0.3),
+        timed("tensorflow", "graph", 8.0, batch=2), timed("pytorch", "eager-bf16", 9.0, batch=2),
+        cell("tensorflow", "eager", status="oom", reason="out of memory", batch=2),
+        # length 32: a tie (19.5 against 20.0, ±3% each).
+        timed("pytorch", "eager", 20.0, seqlen=32), timed("tensorflow", "graph", 19.5, seqlen=32),
+        # batch 4: the only cell, and its answer is wrong.
+        timed("pytorch", "eager", 30.0, batch=4, within=False),
+        cell("pytorch", "compile", status="error", reason="RuntimeError: boom"),
+        cell("pytorch", "graph", status="unsupported",
+             reason="optimization 'graph' does not exist in PyTorch (only in TensorFlow)"),
+        cell("tensorflow", "xla", status="unsupported", reason="needs a GPU"),
+        timed("pytorch", "eager", 12.0, batch=2, flags_unstable=True,
+              flags_reasons="unstable: IQR is 30% of the median"),
+    )
+
+
+def test_the_fastest_right_answer_by_how_much_with_ties(cells):
+    answer = headline.winners(cells).set_index(["batch", "seqlen"])
+    first = answer.loc[1, 8]
+    assert (first["fastest"], first["precision"], first["correct"]) == (
+        "TensorFlow graph", "fp32", "✓")
+    # 5.0 / 4.0 = 1.25, interval [5 × 0.97 / (4 × 1.03), 5 × 1.03 / (4 × 0.97)].
+    assert first["by how much"] == "1.25× (1.18–1.33)"
+    assert first["runner-up"] == "PyTorch torchscript (fp32)"
+    second = answer.loc[2, 8]
+    assert (second["fastest"], second["by how much"]) == ("TensorFlow graph", "1.12× (1.06–1.19)")
+    assert second["runner-up"] == "PyTorch eager-bf16 (bf16)"
+    assert second["faster but wrong"] == "✗ PyTorch torchscript"
+    assert answer.loc[1, 32]["by how much"].startswith("tie: 1.03×")
+    assert answer.loc[4, 8]["fastest"] == "— (no right answer)"
+    assert "scenario" not in answer  # one scenario: no column for it
+
+
+def test_cells_that_need_a_look_are_counted_once(cells):
+    counts = headline.attention(cells).set_index("kind")
+    assert counts["cells"].to_dict() == {
+        "unstable or flagged": 1, "wrong answer": 2, "failed (error)": 1, "out of memory": 1,
+        "unsupported": 1, "not applicable by design": 1}
+    assert counts.loc["unstable or flagged", "section"] == headline.QUALITY
+
+
+def test_memory_against_input_size_marks_out_of_memory(cells):
+    table = memory.against_size(cells).set_index(["batch", "length"])
+    assert table.loc[(2, 8), "batch × length"] == 16
+    assert table.loc[(2, 8), "TensorFlow eager"] == "OOM"
+    assert table.loc[(2, 8), "TensorFlow graph"] == "532"  # 500 + 2 × 16
+    assert table.loc[(1, 32), "TensorFlow eager"] == ""
+    assert memory.against_size(cells, "device_steady_peak_mb") is None
+
+
+def test_memory_per_sample_and_per_thousand_tokens(cells):
+    table = memory.per_sample(cells[cells["timed"]]).set_index(["framework", "optimization"])
+    # Every cell costs 2 MiB per token: 16 per sample at length 8, 2,000 per 1k tokens.
+    assert table.loc[("TensorFlow", "graph"), "MiB per 1k tokens"] == "2,000.0"
+    assert table.loc[("PyTorch", "torchscript"), "MiB per sample"] == "16.0"
+
+
+def test_throughput_carries_the_interval(cells):
+    points = scaling.throughput(cells[cells["timed"]])
+    assert len(points) == 9  # the 11 timed cells but the 2 wrong answers
+    assert not (points["line"].eq("PyTorch torchscript") & points["batch"].eq(2)).any()
+    row = points[points["line"].eq("TensorFlow graph") & points["batch"].eq(2)].iloc[0]
+    assert row["samples_s"] == pytest.approx(250.0)  # 2 samples in 8 ms
+    assert row["samples_s_low"] == pytest.approx(2000 / 8.24)
+    assert row["tokens_s_high"] == pytest.approx(16000 / 7.76)
+    held, other, value = scaling.series(points, "seqlen")
+    assert (other, value) == ("batch", 1) and set(held["batch"]) == {1}
+    table = scaling.table(points).set_index(["batch", "length"])
+    assert table.loc[(2, 8), "TensorFlow graph"] == "250 (243–258)"
+
+
+def test_size_figures_draw(cells):
+    figure = plots_size.memory_vs_size(cells, matplotlib.pyplot.figure())
+    assert figure.axes[0].get_xlabel().startswith("input size")
+    figure = plots_size.throughput_vs_size(scaling.throughput(cells[cells["timed"]]),
+                                           matplotlib.pyplot.figure())
+    assert [ax.get_ylabel() for ax in figure.axes] == ["throughput (samples/s)",
+                                                      "throughput (tokens/s)"]
+
+
+def test_reproduce_from_the_provenance(cells, tmp_path):
+    cells = cells.assign(env_git_commit="abc123", env_fingerprint="f1", env_packages_hash=np.where(
+        cells["framework"].eq("pytorch"), "p1", "t1"))
+    provenance.write(tmp_path / provenance.NAME, {"frameworks": ["pytorch"]}, ["my.yaml"])
+    recorded = provenance.read(tmp_path / "summary.parquet")
+    assert recorded["pins_hash"] == provenance.pins_hash() and len(recorded["pins_hash"]) == 16
+    again = reproduce(cells, recorded)
+    assert again.config == "frameworks: [pytorch]\n"
+    assert again.command.endswith("snakemake --cores all --configfile config.yaml")
+    values = dict(again.table.values.tolist())
+    assert values["cells' git commit"] == "abc123"
+    assert values["installed packages hash (PyTorch)"] == "p1"
+    assert values["config files given"] == "my.yaml"
+    assert reproduce(cells, None).command is None
+    assert provenance.read(tmp_path / "elsewhere" / "summary.parquet") is None
+    json.dumps(recorded)
+
+
+def test_the_page_is_offline_with_contents_and_print_style():
+    html = ('<html><head><script src="https://cdn.example/require.js"></script>'
+            '<link rel="stylesheet" href="//cdn.example/x.css"></head><body>'
+            '<h1 id="Title">Title</h1><nav id="contents"></nav><h2 id="A-b">A b</h2>'
+            '<div><h2>Made by output</h2></div><h1>Part two</h1><h2>C</h2>'
+            '<img src="data:image/png;base64,xx"></body></html>')
+    page = finish(html)
+    assert "cdn.example" not in page and "data:image/png" in page
+    assert "@media print" in page
+    for title in ("A b", "Made by output", "Part two", "C"):
+        assert f'href="#{anchor(title)}"' in page and f'id="{anchor(title)}"' in page
+    assert 'href="#Title"' not in page  # the title is not its own entry
