@@ -9,7 +9,7 @@ peaks = []
 import matplotlib.pyplot as plt
 
 from dlbench.analysis import efficiency, roofline
-from dlbench.analysis.summary import load, several_devices
+from dlbench.analysis.summary import load, scenarios, several_devices
 from dlbench.report.display import say, show
 from dlbench.report.format import blank_repeats
 
@@ -17,6 +17,8 @@ everything = load(summary)
 machine = efficiency.load_peaks(peaks)
 cells = efficiency.efficiency(everything, machine)
 several = several_devices(cells)
+if len(scenarios(everything)) > 1:  # the first common section: out of the last scenario's
+    say("# Every scenario")
 
 # %% [markdown]
 # ## Efficiency against the machine's limit
