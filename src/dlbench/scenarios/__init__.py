@@ -208,9 +208,9 @@ class Scenario:
                       median_ci95_half_width=relative_half_width(pooled["median_ms"], *interval),
                       median_ci95_coverage=None,
                       median_ci95_method=f"between {len(records)} processes: the pooled "
-                      "median ± t·s/√k of their medians (at least the pooled samples' interval)",
-                      stopped_by="max_duration" if "max_duration" in stopped else
-                      timing.get("stopped_by"))
+                      "median ± t·s/√k of their medians (at least the pooled samples' interval)")
+        if "max_duration" in stopped:  # timed loops only (a training cell's steps have none)
+            timing["stopped_by"] = "max_duration"
         memory = final["memory"]
         for key in memory:  # every peak and resident figure: the largest of the processes
             if key.endswith("_mb"):
