@@ -294,8 +294,9 @@ def test_training_through_the_workflow_to_the_report(tmp_path):
     throughput = next(rows for _, rows in report_html.tables(html)
                       if "waiting for data" in rows[0])
     assert len(throughput) == 1 + 3  # a header and the three cells that ran
-    images = report_html.images(html)  # accuracy curves; step parts beside the distribution
-    assert len(images) == 2 and all(w > 300 and h > 200 for w, h in images)
+    # Accuracy curves; step parts beside the distribution; the efficiency section's figure.
+    images = report_html.images(html)
+    assert len(images) == 3 and all(w > 300 and h > 200 for w, h in images)
 
 
 # -- the analysis: accuracy match --------------------------------------------------------------
