@@ -11,6 +11,9 @@ import pytest
 from dlbench import result
 from tests.conftest import tool_env
 
+# Real `dlbench run` processes in both frameworks: end-to-end, left out of the quick subset.
+pytestmark = pytest.mark.slow
+
 FRAMEWORKS = ("pytorch", "tensorflow")
 BATCH, SEQLEN = 2, 16
 QUICK = ["--warmup-iterations=1", "--min-duration-s=0.1", "--min-iterations=10"]
