@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from dlbench.axes import FRAMEWORK_LABELS
+from dlbench.axes import other_framework_reason
 
 # The planted-error recipe (a test of the correctness check) exists only where this
 # variable is 1: no config can reach it otherwise.
@@ -182,11 +182,7 @@ class Optimization:
     def unsupported_reason(self, framework: str, device: str) -> str | None:
         """Why this optimization cannot apply to the framework and device (None if it can)."""
         if framework not in self.frameworks:
-            others = ", ".join(FRAMEWORK_LABELS[f] for f in sorted(self.frameworks))
-            return (
-                f"optimization '{self.name}' does not exist in "
-                f"{FRAMEWORK_LABELS[framework]} (only in {others})"
-            )
+            return other_framework_reason(self.name, framework, self.frameworks)
         if device != "gpu":
             for why in (self.recipe.gpu_only, self.precision.gpu_only):
                 if why:

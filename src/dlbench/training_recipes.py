@@ -15,7 +15,7 @@ backend's.
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from dlbench.axes import FRAMEWORK_LABELS
+from dlbench.axes import other_framework_reason
 from dlbench.optimizations import PRECISIONS, Precision
 
 _PYTORCH = frozenset({"pytorch"})
@@ -86,9 +86,8 @@ class TrainingOptimization:
     def unsupported_reason(self, framework: str, device: str) -> str | None:
         """Why this optimization cannot apply to the framework and device (None if it can)."""
         if framework not in self.recipe.frameworks:
-            others = ", ".join(FRAMEWORK_LABELS[f] for f in sorted(self.recipe.frameworks))
-            return (f"optimization '{self.name}' does not exist in "
-                    f"{FRAMEWORK_LABELS[framework]} training (only in {others})")
+            return other_framework_reason(self.name, framework, self.recipe.frameworks,
+                                          " training")
         if self.recipe.gpu_only and device != "gpu":
             return f"optimization '{self.name}': {self.recipe.gpu_only}"
         return None

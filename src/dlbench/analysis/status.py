@@ -4,13 +4,11 @@ never listed among the cells that failed."""
 
 import pandas as pd
 
+from dlbench.axes import OTHER_FRAMEWORK
 from dlbench.report.format import framework_name
 
 STATUSES = ["ok", "oom", "unsupported", "error"]
 NOT_APPLICABLE = "not applicable"
-# The reason a cell of the other framework's optimization records (dlbench.optimizations and
-# dlbench.training_recipes word it so): N/A by design, not a failure.
-OTHER_FRAMEWORK = "does not exist in"
 
 
 def not_applicable(frame: pd.DataFrame) -> pd.Series:
