@@ -78,6 +78,23 @@ def prepare(ops, model, inputs: dict, optimization: Optimization):
     return lambda: step() * factor
 
 
+def transformer_inputs(backend, cell: "Cell", seed: int, inputs: dict
+                       ) -> tuple["np.ndarray", str | None, str | None, "np.ndarray | None"]:
+    """A registry model's cell's token ids, shared weights, reference file and reference
+    output (None without one). A reference needs the shared weights outside PyTorch, and
+    a stale one fails here, not after timing. Any scenario of these models shares it."""
+    from dlbench.measure.correctness import load_reference
+
+    weights, reference_file = inputs.get("weights"), inputs.get("reference")
+    if reference_file is not None and weights is None and backend.name != "pytorch":
+        raise ValueError("a reference output needs the shared weights (--weights) as well")
+    spec = get_model(cell.model)
+    ids = token_ids(spec, cell.size("batch"), cell.size("seqlen"), seed)
+    expected = (None if reference_file is None
+                else load_reference(reference_file, ids, dict(spec.params)))
+    return ids, weights, reference_file, expected
+
+
 def transformer_problem(cell: "Cell", precision: str) -> str | None:
     """Why a cell of a registry model cannot apply whatever its recipe (None if it can):
     no class in the cell's framework, a reduced precision that TensorFlow's class cannot
@@ -176,7 +193,7 @@ class Inference(Scenario):
 
     def measure(self, backend, cell: "Cell", settings: dict, clock, inputs: dict) -> dict:
         from dlbench.frameworks import load_ops
-        from dlbench.measure.correctness import compare, load_reference
+        from dlbench.measure.correctness import compare
         from dlbench.measure.timing import steady_state_and_output
 
         spec = get_model(cell.model)
@@ -185,14 +202,8 @@ class Inference(Scenario):
         problem = backend.precision_problem(precision)
         if problem:
             return {"status": "unsupported", "reason": problem}
-        weights, reference_file = inputs.get("weights"), inputs.get("reference")
-        if reference_file is not None and weights is None and backend.name != "pytorch":
-            raise ValueError("a reference output needs the shared weights (--weights) as well")
-        batch, seqlen = cell.size("batch"), cell.size("seqlen")
-        ids = token_ids(spec, batch, seqlen, settings["seed"])
-        expected = None
-        if reference_file is not None:  # a stale reference fails now, not after timing
-            expected = load_reference(reference_file, ids, dict(spec.params))
+        ids, weights, reference_file, expected = transformer_inputs(
+            backend, cell, settings["seed"], inputs)
         ops = load_ops(backend, self.name)
         arithmetic = backend.set_arithmetic(precision)  # float32 is float32 in both
         backend.reset_device_memory()  # peaks of this cell only (in a group, too)

@@ -23,7 +23,7 @@ from dlbench.scenarios.inference import (
     THROUGHPUT_SCHEMA,
     Inference,
     throughput,
-    token_ids,
+    transformer_inputs,
     transformer_problem,
 )
 from dlbench.training_recipes import OPTIMIZATIONS, OPTIMIZERS
@@ -97,7 +97,7 @@ class TrainStep(OptimizerSettings, Scenario):
         import numpy as np
 
         from dlbench.frameworks import load_ops
-        from dlbench.measure.correctness import compare, load_reference
+        from dlbench.measure.correctness import compare
         from dlbench.measure.parts import TimedParts
         from dlbench.measure.timing import steady_state
 
@@ -105,14 +105,9 @@ class TrainStep(OptimizerSettings, Scenario):
         problem = backend.precision_problem(optimization.precision.name)
         if problem:
             return {"status": "unsupported", "reason": problem}
-        weights, reference_file = inputs.get("weights"), inputs.get("reference")
-        if reference_file is not None and weights is None and backend.name != "pytorch":
-            raise ValueError("a reference output needs the shared weights (--weights) as well")
+        ids, weights, reference_file, expected = transformer_inputs(
+            backend, cell, settings["seed"], inputs)
         spec, optimizer = get_model(cell.model), OPTIMIZERS[cell.size("optimizer")]
-        ids = token_ids(spec, cell.size("batch"), cell.size("seqlen"), settings["seed"])
-        expected = None
-        if reference_file is not None:  # a stale reference fails now, not after timing
-            expected = load_reference(reference_file, ids, dict(spec.params))
         ops = load_ops(backend, self.name)
         backend.reset_device_memory()
         try:
