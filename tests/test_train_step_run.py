@@ -62,6 +62,7 @@ def test_a_step_is_timed_whole_and_in_its_parts(records, framework):
     assert record["status"] == "ok", record["reason"]
     timing, step = record["timing"], record["step"]
     assert step["separable"] and step["parts"] == ["forward_backward", "optimizer"]
+    assert record["arithmetic"]["tf32"] is False  # float32 as in every scenario
     assert timing["iterations"] >= 10
     parts = timing["breakdown"]
     for name in step["parts"]:

@@ -245,6 +245,7 @@ def test_pipelines_and_recipes_train_and_record(tmp_path, small_data, framework,
                                                    / ablation["samples_per_s"])
     cache = record["pipeline"]["page_cache"]
     assert cache["files"] == 256 and 0 <= cache["resident_fraction"] <= 1
+    assert record["arithmetic"]["tf32"] is False  # float32 as in every scenario
     assert record["pipeline"]["workers"] == (2 if pipeline.startswith("w2") else 0)
     assert record["utilization"]["process_cpu_cores_mean"] > 0
 

@@ -11,6 +11,7 @@ from dlbench import env, faults, result
 from dlbench.launch import profiler
 from dlbench.measure.memory import PhaseMemory, rss_mb
 from dlbench.measure.timing import PhaseClock
+from dlbench.optimizations import precision_of
 from dlbench.record import new_record
 
 
@@ -60,6 +61,8 @@ def _measure(task, settings: dict, clock: PhaseClock, backend) -> tuple[object, 
             return backend, {"status": "unsupported", "reason": problem}
         faults.inject(cell.id)
         threads = {**backend.thread_settings(), "env": env.thread_variables()}
+        # float32 is float32 in every framework and scenario (TF32 only in tf32 cells).
+        arithmetic = backend.set_arithmetic(precision_of(cell.optimization, None))
         clock.memory = PhaseMemory()  # resets the peak: the cell's own, by phase
         rss_at_start_mb = rss_mb()
         # The scenario returns status and reason itself where the device cannot run the
@@ -70,7 +73,7 @@ def _measure(task, settings: dict, clock: PhaseClock, backend) -> tuple[object, 
                   **measured.pop("memory", {})}
         details = {**backend.versions(), **measured.pop("details", {})}
         return backend, {"status": "ok", "reason": None, "threads": threads, "memory": memory,
-                         "details": details, **measured}
+                         "arithmetic": arithmetic, "details": details, **measured}
     except Exception as exc:
         traceback.print_exc()
         oom = backend is not None and backend.is_out_of_memory(exc)

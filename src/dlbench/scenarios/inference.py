@@ -127,7 +127,7 @@ class Inference(Scenario):
     )
     groupable = True
     summary_sections = {"throughput": "", "correctness": "correctness_",
-                        "arithmetic": "arithmetic_", "attention": "attention_",
+                        "attention": "attention_",
                         "compilation": "compilation_", "mixed_precision": "mixed_precision_"}
 
     def models(self) -> list[str]:
@@ -205,7 +205,6 @@ class Inference(Scenario):
         ids, weights, reference_file, expected = transformer_inputs(
             backend, cell, settings["seed"], inputs)
         ops = load_ops(backend, self.name)
-        arithmetic = backend.set_arithmetic(precision)  # float32 is float32 in both
         backend.reset_device_memory()  # peaks of this cell only (in a group, too)
         memory = clock.memory
         if memory is not None:
@@ -242,7 +241,6 @@ class Inference(Scenario):
         return {
             "optimization": {**optimization.describe(cell.device),
                              "description": optimization.description},
-            "arithmetic": arithmetic,
             "attention": {"setting": settings.get("attention", "sdpa"), **attention},
             "timing": {"prepare_s": prepare_s, "compile_s": compile_s, **timing},
             "throughput": throughput(cell, timing["median_ms"]),
@@ -267,14 +265,6 @@ class Inference(Scenario):
         schema["properties"] = {
             "throughput": THROUGHPUT_SCHEMA,
             "correctness": CORRECTNESS_SCHEMA,
-            "arithmetic": {
-                "type": "object",
-                "description": "how float32 matrix products were computed: TF32 allowed or "
-                               "not (only the tf32 precision allows it), and the "
-                               "framework's switches as read back",
-                "required": ["tf32"],
-                "properties": {"tf32": {"type": "boolean"}, "switches": {"type": "object"}},
-            },
             "attention": {
                 "type": "object",
                 "description": "transformers' attention implementation that ran, and whether "
