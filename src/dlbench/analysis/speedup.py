@@ -170,7 +170,7 @@ def overview(frame: pd.DataFrame, several_devices: bool) -> Overview:
             "correctness": verdict(timed),
         })
         rows.append(row)
-    table = pd.DataFrame(rows).fillna("")
+    table = pd.DataFrame(rows).astype(object).fillna("")  # blanks in numeric columns too
     if "wrong answers left out" in table:
         table["wrong answers left out"] = table["wrong answers left out"].map(
             lambda n: "" if n == "" else (f"✗ {int(n)}" if n else "0"))
