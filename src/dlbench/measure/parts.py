@@ -70,7 +70,8 @@ class TimedParts:
 
 def breakdown(parts_ms: dict[str, list[float]], steps_ms: list[float]) -> dict:
     """Per part: its samples, their statistics, and its share of the steps' total time (the
-    shares add up to a little less than 1: the step's timing surrounds its parts')."""
+    shares add up to 1 where the parts tile the step, as in the training loop; to a little
+    less where the step's timing surrounds its parts', as in TimedParts)."""
     total = sum(steps_ms)
     return {name: {"samples_ms": samples, "share": sum(samples) / total if total else 0.0,
                    **summarize(samples)}

@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from dlbench.measure.parts import breakdown as shares_of_steps
 from dlbench.measure.stats import summarize
 from dlbench.measure.timing import Stopping, timed_loop
 
@@ -77,13 +78,10 @@ class Run:
 def timing(totals_ms: list[float], parts: dict[str, list[float]], first_step_s: float,
            warmup: int, loop_s: float) -> dict:
     """The timing section: each step end to end is the sample; its parts beside it."""
-    total = sum(totals_ms)
     return {
         "cold_start_s": first_step_s, "warmup_iterations": warmup,
         "iterations": len(totals_ms), "loop_s": loop_s, "samples_ms": totals_ms,
-        **summarize(totals_ms),
-        "breakdown": {name: {"samples_ms": part, "share": sum(part) / total if total else 0.0,
-                             **summarize(part)} for name, part in parts.items()},
+        **summarize(totals_ms), "breakdown": shares_of_steps(parts, totals_ms),
     }
 
 
