@@ -50,5 +50,10 @@ def images(html: str) -> list[tuple[int, int]]:
     return sizes
 
 
+def image_texts(html: str) -> list[str]:
+    """The text alternative (alt) of every image, in order."""
+    return [img.get("alt", "") for img in BeautifulSoup(html, "html.parser").find_all("img")]
+
+
 def _text(tag) -> str:
     return " ".join(tag.get_text(" ", strip=True).replace("¶", "").split())

@@ -816,3 +816,19 @@ def test_compile_graphs_table_puts_split_models_first():
                                       "pytorch_bert_cpu_b1_s8_compile"]
     assert table["one graph"].tolist() == ["✗", "✓"]
     assert compilation.graphs(timed(frame(cell(median=1.0)))) is None
+
+
+def test_a_figure_in_words():
+    import matplotlib.pyplot as plt
+
+    from dlbench.report.display import describe
+    fig, (left, right) = plt.subplots(1, 2)
+    left.plot([1, 2], label="PyTorch eager")
+    left.set(title="bert, batch 1", xlabel="sequence length (tokens)", ylabel="latency (ms)")
+    left.legend()
+    right.set(title="bert, batch 2", xlabel="sequence length (tokens)")
+    fig.suptitle("Latency")
+    assert describe(fig) == ("Figure 'Latency'. bert, batch 1; x: sequence length (tokens); "
+                             "y: latency (ms); legend: PyTorch eager. bert, batch 2; "
+                             "x: sequence length (tokens).")
+    plt.close(fig)

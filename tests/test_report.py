@@ -282,6 +282,16 @@ def test_every_image_decodes(rendered):
     assert all(width > 100 and height > 100 for width, height in sizes)
 
 
+def test_every_image_says_what_it_shows(rendered):
+    _, _, html = rendered
+    texts = report_html.image_texts(html)
+    assert len(texts) == 9 and all(t.startswith("Figure") for t in texts)
+    latency = [t for t in texts if "y: median latency (ms)" in t]
+    assert len(latency) == 1 and "x: sequence length (tokens)" in latency[0]
+    assert "legend: framework, PyTorch, TensorFlow" in latency[0]
+    assert sum("y: speed-up over eager (log scale)" in t for t in texts) == 4
+
+
 def test_sections_follow_the_scenario_names():
     notebook = REPO / "workflow/notebooks/report.py"
     sections = notebook.parent / "sections"

@@ -26,7 +26,7 @@ def test_report_in_a_browser(tmp_path, chromium):
         driver.get(html.as_uri())
         errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
         images = driver.execute_script(
-            "return [...document.images].map(i => [i.complete, i.naturalWidth])")
+            "return [...document.images].map(i => [i.complete, i.naturalWidth, i.alt])")
         targets = driver.execute_script(
             "return [...document.querySelectorAll('nav#contents a')]"
             ".map(a => document.getElementById(a.getAttribute('href').slice(1)) !== null)")
@@ -47,7 +47,8 @@ def test_report_in_a_browser(tmp_path, chromium):
             ".filter(h => h.offsetHeight === 0).map(h => h.id)")
     assert errors == []
     assert hidden == []  # printed, every section the contents link to is shown
-    assert len(images) == 9 and all(done and width > 0 for done, width in images)
+    assert len(images) == 9 and all(done and width > 0 and alt.startswith("Figure")
+                                    for done, width, alt in images)
     assert len(targets) > 10 and all(targets)
     assert pdf.startswith(b"%PDF") and pdf.count(b"/Type /Page") > 3
     (shots / "report.pdf").write_bytes(pdf)

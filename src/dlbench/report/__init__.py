@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dlbench.report.page import finish
+from dlbench.report.page import figure_texts, finish
 from dlbench.result import write_text_atomic
 
 if TYPE_CHECKING:
@@ -105,6 +105,7 @@ def execute(notebook: "NotebookNode", parameters: dict, executed: Path, html: Pa
     beside it, *.input.ipynb) and write it as `html` without code cells."""
     import jupytext
     import nbconvert
+    import nbformat
     import papermill
 
     executed.parent.mkdir(parents=True, exist_ok=True)
@@ -115,5 +116,6 @@ def execute(notebook: "NotebookNode", parameters: dict, executed: Path, html: Pa
             source, executed, parameters=parameters, kernel_name="python3",
             progress_bar=False,
         )
-    body, _ = nbconvert.HTMLExporter(exclude_input=True).from_filename(str(executed))
-    write_text_atomic(html, finish(body))
+    notebook = nbformat.read(executed, as_version=4)
+    body, _ = nbconvert.HTMLExporter(exclude_input=True).from_notebook_node(notebook)
+    write_text_atomic(html, finish(body, figure_texts(notebook)))

@@ -1,7 +1,12 @@
-"""Output of the report notebook: Markdown lines and clean HTML tables (needs IPython)."""
+"""Output of the report notebook: Markdown lines, clean HTML tables, and figures with a text
+alternative for readers who cannot see them (needs IPython)."""
 
+import matplotlib.pyplot as plt
 import pandas as pd
+from IPython import get_ipython
+from IPython.core.pylabtools import print_figure
 from IPython.display import Markdown, display
+from matplotlib.figure import Figure
 
 # Columns left-aligned by default; every other column is right-aligned.
 TEXT_COLUMNS = {"cell_id", "status", "reason", "model", "framework", "optimization",
@@ -42,3 +47,42 @@ def show(frame: pd.DataFrame, caption: str | None = None,
     if caption:
         styler = styler.set_caption(caption)
     display(styler)
+
+
+def describe(fig: Figure) -> str:
+    """A figure in words, from what it shows as text: its title, each panel's title, axes and
+    legend (the HTML's `alt`, which screen readers read and browsers show when the image is
+    missing)."""
+    panels = []
+    for ax in fig.axes:
+        said = [f"{name}: {text}" for name, text in (
+            ("", ax.get_title()), ("x", ax.get_xlabel()), ("y", ax.get_ylabel())) if text]
+        legend = ax.get_legend()
+        if legend is not None:
+            said.append("legend: " + ", ".join(t.get_text() for t in legend.get_texts()))
+        if said:
+            panels.append("; ".join(s.removeprefix(": ") for s in said))
+    for legend in fig.legends:
+        panels.append("legend: " + ", ".join(t.get_text() for t in legend.get_texts()))
+    title = fig.get_suptitle()
+    head = f"Figure {title!r}" if title else "Figure"
+    return ". ".join([head, *dict.fromkeys(panels)]) + "."
+
+
+def _png_with_text(fig: Figure) -> tuple[bytes, dict]:
+    return print_figure(fig, "png", bbox_inches="tight"), {"alt": describe(fig)}
+
+
+def describe_figures() -> None:
+    """Every figure the notebook shows from now on carries `describe`'s text (nbconvert
+    writes it as the image's alt), in place of the inline backend's PNG printer."""
+    shell = get_ipython()
+    if shell is None:
+        return
+    # The inline backend registers its own printer when pyplot first loads a backend (at the
+    # first figure): load it now, so that ours is registered last and stays.
+    plt.close(plt.figure())
+    shell.display_formatter.formatters["image/png"].for_type(Figure, _png_with_text)
+
+
+describe_figures()

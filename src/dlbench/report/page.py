@@ -40,12 +40,26 @@ def _remote(url: str | None) -> bool:
     return bool(url) and url.strip().lower().startswith(("http:", "https:", "//"))
 
 
-def finish(html: str) -> str:
-    """The page offline, with anchors, a table of contents and the stylesheet."""
+def figure_texts(notebook) -> dict[str, str]:
+    """{an image's base64 PNG: its text alternative} for the executed notebook's figures that
+    carry one (dlbench.report.display.describe). nbconvert's lab template drops it."""
+    return {"".join(output.data["image/png"].split()): output.metadata["image/png"]["alt"]
+            for cell in notebook.cells for output in cell.get("outputs", [])
+            if "image/png" in output.get("data", {})
+            and "alt" in output.get("metadata", {}).get("image/png", {})}
+
+
+def finish(html: str, figure_texts: dict[str, str] | None = None) -> str:
+    """The page offline, with anchors, a table of contents, the figures' text alternatives
+    and the stylesheet."""
     soup = BeautifulSoup(html, "html.parser")
     for tag in soup.find_all(["script", "link", "img"]):
         if _remote(tag.get("src") or tag.get("href")):
             tag.decompose()
+    for image in soup.find_all("img"):
+        png = "".join(image.get("src", "").removeprefix("data:image/png;base64,").split())
+        if png in (figure_texts or {}):
+            image["alt"] = figure_texts[png]
     headings = soup.find_all(["h1", "h2"])
     for heading in soup.find_all(["h1", "h2", "h3"]):
         text = heading.get_text(" ", strip=True).replace("¶", "").strip()
