@@ -1,11 +1,16 @@
 # dlbench: one JSON per benchmark cell → summary table → HTML report.
-# The matrix and measurement settings come from config/config.yaml (see config/README.md).
+# The matrix and measurement settings come from config/config.yaml, or from the config files
+# given with --configfile instead of it (see config/README.md).
 from snakemake.utils import min_version
 
 min_version("9.0")
 
 
-configfile: "config/config.yaml"
+# A config file given on the command line (a preset, the user's own) replaces the default
+# one: merged into it, it would keep the default's scenarios and settings it does not name.
+if not workflow.overwrite_configfiles:
+
+    configfile: "config/config.yaml"
 
 
 # `snakemake --report report/provenance.html`: Snakemake's own view of a run.

@@ -3,6 +3,9 @@ real `snakemake` (the preset's frameworks, devices and optimizations, as documen
 README; `--config` narrows it to two tiny models, one batch size and one length, with quick
 timing), GPU cells recorded as unsupported on this CPU-only machine."""
 
+import re
+import shutil
+
 import pandas as pd
 import pytest
 import yaml
@@ -34,6 +37,26 @@ def test_the_preset_is_the_2019_matrix():
     # PyTorch eager + TorchScript and TensorFlow eager, graph, XLA; 1024 only for the GPT-2s
     # and XLNet.
     assert len(runnable) == 5 * 4 * 2 * (7 * 5 + 3)
+
+
+@pytest.mark.parametrize("preset", [None, *sorted(PRESET.parent.glob("*.yaml"))],
+                         ids=lambda p: p.name if p else "default")
+def test_a_config_file_given_replaces_the_default(tmp_path, preset):
+    """Where a user runs it (beside config/config.yaml), `--configfile preset` plans the
+    preset's cells and none of the default's: Snakemake would merge the two otherwise."""
+    (tmp_path / "config").mkdir()
+    shutil.copy(REPO / "config" / "config.yaml", tmp_path / "config")
+    raw = yaml.safe_load((preset or REPO / "config" / "config.yaml").read_text())
+    given = ["--configfile", str(preset)] if preset else []
+    if "cifar10" in raw.get("training", {}).get("datasets", []):
+        from tests.test_training import fake_cifar10
+
+        raw["data"]["cifar10_dir"] = str(fake_cifar10(tmp_path / "cifar"))
+        given += ["--config", f"data={{cifar10_dir: {raw['data']['cifar10_dir']}}}"]
+    dry = snakemake(tmp_path, None, *given, "--cores", "2", "--dry-run")
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    planned = set(re.findall(r"results/runs/([^\s,]+)\.json", dry.stdout + dry.stderr))
+    assert planned == {cell.id for cell in expand_cells(config.validate(raw))}
 
 
 @pytest.fixture(scope="module")
