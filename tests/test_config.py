@@ -212,3 +212,13 @@ def test_optimizations_per_framework_name_frameworks_of_the_matrix():
     with pytest.raises(config.ConfigError, match="tensorflow is not in frameworks"):
         config.validate(tiny_config(frameworks=["pytorch"], optimizations={
             "pytorch": ["eager"], "tensorflow": ["graph"]}))
+
+
+def test_adaptive_stopping_needs_room_above_the_minimum():
+    with pytest.raises(config.ConfigError, match=re.escape(
+            "max_duration_s (3) is shorter than min_duration_s (5.0)")):
+        config.validate(tiny_config({"min_duration_s": 5.0, "max_duration_s": 3,
+                                     "target_ci": 0.02}))
+    fixed = config.validate(tiny_config({"min_duration_s": 5.0, "max_duration_s": 3,
+                                         "target_ci": 0}))
+    assert fixed["measurement"]["min_duration_s"] == 5.0  # without adaptive stopping: no limit

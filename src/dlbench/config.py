@@ -73,9 +73,20 @@ def validate(config: dict, source: str = "config") -> dict:
     problems = [f"{name}: {p}" for name in config["scenarios"]
                 for p in scenarios.optimization_problems(config[name], config["frameworks"])]
     problems += [p for name in config["scenarios"] for p in scenarios.get(name).validate(config)]
+    problems += _duration_problems(config["measurement"])
     if problems:
         raise ConfigError(f"invalid {source}:\n" + "\n".join(f"  - {p}" for p in problems))
     return config
+
+
+def _duration_problems(measurement: dict) -> list[str]:
+    """Adaptive stopping needs room above the minimum to run on."""
+    shortest, longest = measurement["min_duration_s"], measurement["max_duration_s"]
+    if measurement["target_ci"] and longest < shortest:
+        return [f"measurement: max_duration_s ({longest}) is shorter than min_duration_s "
+                f"({shortest}); adaptive stopping (target_ci) could never run past the "
+                "minimum: raise max_duration_s or set target_ci: 0"]
+    return []
 
 
 def _sections(config: dict) -> tuple[dict, dict[str, str]]:
