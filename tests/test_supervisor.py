@@ -2,6 +2,7 @@
 in order, a crash or a hang costs only its job, memory is guarded over the whole process
 tree, SIGTERM stops the run without losing finished jobs, and handlers are restored."""
 
+import faulthandler
 import json
 import os
 import signal
@@ -24,6 +25,9 @@ def work(jobs: list[str], paths: list[Path], start: float, repeat: int) -> None:
     for job, path in zip(jobs, paths, strict=True):
         kind = job.split(":")[0]
         if kind == "crash":
+            # Planted: without this, pytest's fault handler (inherited by the fork) prints a
+            # traceback that reads like a real crash in the test log.
+            faulthandler.disable()
             os.kill(os.getpid(), signal.SIGSEGV)
         if kind == "hang":
             time.sleep(60)
@@ -92,6 +96,24 @@ def test_sigterm_after_the_last_record_keeps_every_result(tmp_path):
                                  LIMITS, 1, time.time(), lambda r, s, g: r)
     assert failures == {}
     assert [records[j][0]["job"] for j in jobs] == ["a", "b"]
+
+
+def test_sigterm_while_records_are_read_keeps_them_and_starts_no_child(tmp_path):
+    """A SIGTERM outside the wait for a child (here while the supervisor reads the first
+    record) keeps every record read and stops before the next child: no exception escapes
+    and no child is left behind."""
+    def terminate_while_reading(record, sampler, gpu):
+        if record["job"] == "a":
+            os.kill(os.getpid(), signal.SIGTERM)
+        return record
+
+    records, failures = run_jobs(["a", "b"], work, lambda job: tmp_path / f"{job}.json",
+                                 LIMITS, 2, time.time(), terminate_while_reading)
+    assert [records[j][0]["status"] for j in "ab"] == ["ok", "ok"]
+    assert [len(records[j]) for j in "ab"] == [1, 1]  # the second repeat never started
+    assert failures["a"].reason.startswith("stopped: the job received SIGTERM")
+    assert failures["b"].reason.startswith("not measured: the run was stopped before it")
+    assert not list(tmp_path.iterdir())  # no child's file left
 
 
 def test_sigterm_mid_run_fails_the_rest_and_restores_the_handler(tmp_path):

@@ -61,6 +61,7 @@ def run_jobs(jobs: Sequence[Hashable], work: Work, record_path: Callable[[Hashab
     """
     records: dict = {job: [] for job in jobs}
     failures: dict = {}
+    _Sigterm.received, _Sigterm.armed = None, False
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         for repeat in range(repeats):
@@ -68,6 +69,9 @@ def run_jobs(jobs: Sequence[Hashable], work: Work, record_path: Callable[[Hashab
             pending = [job for job in jobs if job not in failures
                        and all(r["status"] == "ok" for r in records[job])]
             while pending:
+                if _Sigterm.received:  # it came while no child ran: start none
+                    return records, _stopped(jobs, records, failures, repeats,
+                                             Failure("error", _Sigterm.received, stops_run=True))
                 done, failure = run_child(pending, work, record_path, limits, start, annotate,
                                           repeat)
                 start = time.time()  # later children's cost starts when they are started
@@ -114,7 +118,7 @@ def run_child(jobs: list, work: Work, record_path: Callable[[Hashable], Path], l
     watch = Watch(child.pid, [record_path(job) for job in jobs], paths) if limits.profile \
         else None
     try:
-        failure = _supervise(child, sampler, gpu, limits, paths, watch)
+        failure = _supervised(child, sampler, gpu, limits, paths, watch)
     except _Stopped as stop:
         _kill(child)
         failure = Failure("error", str(stop), stops_run=True)
@@ -159,9 +163,30 @@ class _Stopped(Exception):
     """SIGTERM reached the supervisor: a cancelled job, or the scheduler's time limit."""
 
 
+class _Sigterm:
+    """SIGTERM interrupts only the wait for a child (`armed`); anywhere else (starting a
+    child, reading its records) it is noted in `received`, and no further child starts."""
+
+    armed = False
+    received: str | None = None
+
+
 def _on_sigterm(signum, frame):
-    raise _Stopped("stopped: the job received SIGTERM (cancelled, or past the scheduler's "
-                   "time limit)")
+    _Sigterm.received = ("stopped: the job received SIGTERM (cancelled, or past the "
+                         "scheduler's time limit)")
+    if _Sigterm.armed:
+        raise _Stopped(_Sigterm.received)
+
+
+def _supervised(*args) -> Failure | None:
+    """_supervise, with SIGTERM raised as _Stopped while it waits."""
+    _Sigterm.armed = True
+    try:
+        if _Sigterm.received:  # it came while the child was starting
+            raise _Stopped(_Sigterm.received)
+        return _supervise(*args)
+    finally:
+        _Sigterm.armed = False
 
 
 def _supervise(child, sampler: ProcessSampler, gpu: GpuSampler | None, limits: Limits,
