@@ -39,7 +39,13 @@ if ((dry_run)); then
   fi
 elif [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
   echo "setup: installing the pinned environment into $VENV (a few minutes, ~3.5 GB)"
-  [[ -x "$VENV/bin/python" ]] || "$PYTHON" -m venv "$VENV"
+  if [[ ! -x "$VENV/bin/python" ]]; then
+    command -v "$PYTHON" > /dev/null || { echo "setup: needs $PYTHON (or PYTHON=/path/to/python3.11)" >&2; exit 1; }
+    # Debian's python3.11 makes venvs only with its python3.11-venv package (ensurepip).
+    "$PYTHON" -c "import ensurepip" 2> /dev/null \
+      || { echo "setup: $PYTHON cannot create a venv: install python3.11-venv (Debian)" >&2; exit 1; }
+    "$PYTHON" -m venv "$VENV"
+  fi
   pip() { "$VENV/bin/python" -m pip --disable-pip-version-check -q "$@" 2> >(grep -v "^WARNING: Location" >&2); }
   # torch first and pinned: anything else asking for torch would pull the CUDA build.
   pip install torch==2.13.0
