@@ -600,29 +600,36 @@ def test_startup_counts_only_the_first_cell_of_each_process():
     assert startup.startup(timed(frame(cell(status="error", reason="x")))) is None
 
 
-# --- PyTorch / TensorFlow -------------------------------------------------------------------
+# --- every framework against the fastest ------------------------------------------------------
 
 
-def test_ratio_pairs_the_best_right_answer_of_each_framework(summary):
-    pairs = ratio.pairs(timed(summary)).set_index("seqlen")
-    assert set(pairs["precision"]) == {"fp32"}
-    # Length 8: PyTorch's best is compile (2.5 ms) of 3 candidates, TensorFlow's graph (4 ms)
-    # of 2. (No intervals in this summary: no verdict.)
-    assert pairs.loc[8, "ratio"] == pytest.approx(2.5 / 4.0)
-    assert pairs.loc[8, "text"] == "0.62 compile vs graph"
-    assert (pairs.loc[8, "candidates_pt"], pairs.loc[8, "candidates_tf"]) == (3, 2)
-    assert pairs.loc[8, "verdict"] is None
+def test_ratio_sets_each_frameworks_best_right_answer_against_the_fastest(summary):
+    ratios = ratio.against_fastest(timed(summary)).set_index(["seqlen", "framework"])
+    assert set(ratios["precision"]) == {"fp32"}
+    # Length 8: PyTorch's best is compile (2.5 ms) of 3 candidates, the fastest; TensorFlow's
+    # graph (4 ms) of 2. (No intervals in this summary: no verdict but the fastest.)
+    assert ratios.loc[(8, "pytorch"), ["ratio", "verdict", "text"]].tolist() == [
+        1.0, "fastest", "fastest: compile"]
+    assert ratios.loc[(8, "tensorflow"), "ratio"] == pytest.approx(4.0 / 2.5)
+    assert ratios.loc[(8, "tensorflow"), "text"] == "1.60 graph"
+    assert ratios.loc[(8, "tensorflow"), "verdict"] is None
+    assert (ratios.loc[(8, "pytorch"), "candidates"],
+            ratios.loc[(8, "tensorflow"), "candidates"]) == (3, 2)
+    assert set(ratios.xs(8, level="seqlen")["fastest"]) == {"pytorch"}
     # Length 16: torchscript (5 ms) is wrong, so PyTorch's best is eager (40 ms); xla (16 ms)
-    # beats graph (30 ms) although unchecked.
-    assert pairs.loc[16, "ratio"] == pytest.approx(40.0 / 16.0)
-    assert (pairs.loc[16, "optimization_pt"], pairs.loc[16, "optimization_tf"]) == ("eager",
-                                                                                     "xla")
-    table = ratio.ratio_table(pairs.reset_index())
-    assert table.columns.tolist() == ["model, batch", "seqlen 8", "seqlen 16"]
-    assert table.iloc[0].tolist() == ["bert, batch 1", "0.62 compile vs graph",
-                                      "2.50 eager vs xla"]
-    grid = ratio.ratio_grid(pairs.reset_index())
-    assert grid.loc["bert, batch 1"].tolist() == pytest.approx([0.625, 2.5])
+    # beats graph (30 ms) although unchecked, and is the fastest.
+    assert ratios.loc[(16, "pytorch"), "ratio"] == pytest.approx(40.0 / 16.0)
+    assert (ratios.loc[(16, "pytorch"), "optimization"],
+            ratios.loc[(16, "tensorflow"), "optimization"]) == ("eager", "xla")
+    table = ratio.ratio_table(ratios.reset_index())
+    assert table.columns.tolist() == ["model, batch", "framework", "seqlen 8", "seqlen 16"]
+    assert table.values.tolist() == [
+        ["bert, batch 1", "PyTorch", "fastest: compile", "2.50 eager"],
+        ["bert, batch 1", "TensorFlow", "1.60 graph", "fastest: xla"]]
+    grid = ratio.ratio_grid(ratios.reset_index())
+    assert grid.index.tolist() == ["bert, batch 1 · PyTorch", "bert, batch 1 · TensorFlow"]
+    assert grid.values.ravel().tolist() == pytest.approx([1.0, 2.5, 1.6, 1.0])
+    assert ratio.tally(ratios.reset_index()) == {"no interval": 2}
     assert ratio.candidates(timed(summary)) == {
         "pytorch": ["compile", "eager", "torchscript"], "tensorflow": ["eager", "graph", "xla"]}
 
@@ -633,8 +640,8 @@ def with_ci(median: float, low: float, high: float) -> dict:
 
 def test_ratio_compares_equal_precisions_with_intervals_and_ties():
     """A PyTorch bf16 cell is no rival of a TensorFlow fp32 one: each precision has its own
-    ratio, its interval comes from the two medians' intervals, and an interval that holds 1
-    is a tie."""
+    comparison, the interval comes from the two medians' intervals, and an interval that
+    holds 1 is a tie."""
     rows = frame(
         cell("pytorch", "eager", 10.0, **with_ci(10.0, 9.5, 10.5)),
         cell("pytorch", "eager-bf16", 4.0, **with_ci(4.0, 3.9, 4.1)),
@@ -642,43 +649,73 @@ def test_ratio_compares_equal_precisions_with_intervals_and_ties():
         cell("pytorch", "eager", 10.0, seqlen=16, **with_ci(10.0, 9.9, 10.1)),
         cell("tensorflow", "eager", 20.0, seqlen=16, **with_ci(20.0, 19.0, 21.0)),
     )
-    pairs = ratio.pairs(timed(rows)).set_index("seqlen")
-    assert list(pairs["precision"]) == ["fp32", "fp32"]  # no TensorFlow bf16: no bf16 pair
-    tie = pairs.loc[8]
-    assert tie["optimization_pt"] == "eager" and tie["ratio"] == pytest.approx(10 / 10.2)
-    assert (tie["ratio_low"], tie["ratio_high"]) == pytest.approx((9.5 / 10.6, 10.5 / 9.8))
-    assert tie["verdict"] == "tie" and tie["text"] == "tie: 0.98 (0.90–1.07) eager vs eager"
-    faster = pairs.loc[16]
-    assert faster["verdict"] == "PyTorch faster"
-    assert faster["text"] == "0.50 (0.47–0.53) eager vs eager"
-    assert ratio.tally(pairs.reset_index()) == {"tie": 1, "PyTorch faster": 1}
-    assert ratio.ties(pairs.reset_index()).loc["bert, batch 1"].tolist() == [True, False]
+    ratios = ratio.against_fastest(timed(rows)).set_index(["seqlen", "framework"])
+    assert set(ratios["precision"]) == {"fp32"}  # no TensorFlow bf16: no bf16 comparison
+    tie = ratios.loc[(8, "tensorflow")]
+    assert tie["optimization"] == "eager" and tie["ratio"] == pytest.approx(10.2 / 10)
+    assert (tie["ratio_low"], tie["ratio_high"]) == pytest.approx((9.8 / 10.5, 10.6 / 9.5))
+    assert tie["verdict"] == "tie" and tie["text"] == "tie: 1.02 (0.93–1.12) eager"
+    slower = ratios.loc[(16, "tensorflow")]
+    assert slower["verdict"] == "slower" and slower["text"] == "2.00 (1.88–2.12) eager"
+    assert ratios.loc[(16, "pytorch"), "verdict"] == "fastest"
+    assert ratio.tally(ratios.reset_index()) == {"tie: PyTorch, TensorFlow": 1,
+                                                  "PyTorch fastest": 1}
+    assert ratio.ties(ratios.reset_index()).loc["bert, batch 1 · TensorFlow"].tolist() == [
+        True, False]
     both = frame(cell("pytorch", "eager-bf16", 4.0, **with_ci(4.0, 3.9, 4.1)),
                  cell("tensorflow", "eager-bf16", 8.0, **with_ci(8.0, 7.9, 8.1)),
                  cell("tensorflow", "eager", 1.0, **with_ci(1.0, 0.9, 1.1)))
-    assert ratio.precisions(ratio.pairs(timed(both))) == ["bf16"]
+    assert ratio.precisions(ratio.against_fastest(timed(both))) == ["bf16"]
 
 
-def test_ratio_of_the_same_recipe_on_both_sides(summary):
-    pairs = ratio.pairs(timed(summary), recipes=["eager"])
-    assert pairs[["seqlen", "optimization_pt", "optimization_tf"]].values.tolist() == [
-        [8, "eager", "eager"]]
-    assert pairs["ratio"].tolist() == pytest.approx([10.0 / 20.0])
+def test_with_two_frameworks_the_ratio_is_the_two_framework_ratio_of_old():
+    """The slower framework's ratio and interval are slower/faster: the PyTorch/TensorFlow
+    ratio and interval (dlbench.analysis.uncertainty) where TensorFlow is the faster, their
+    reciprocals where PyTorch is; the verdict is the old one."""
+    rng = np.random.default_rng(7)
+    for seqlen in range(1, 41):
+        pt, tf = rng.uniform(1, 3, 2)
+        spread = rng.uniform(0.01, 0.3, 4)
+        pt_ci = (pt * (1 - spread[0]), pt * (1 + spread[1]))
+        tf_ci = (tf * (1 - spread[2]), tf * (1 + spread[3]))
+        rows = frame(cell("pytorch", "eager", pt, seqlen=seqlen, **with_ci(pt, *pt_ci)),
+                     cell("tensorflow", "eager", tf, seqlen=seqlen, **with_ci(tf, *tf_ci)))
+        ratios = ratio.against_fastest(timed(rows)).set_index("framework")
+        old, low, high = uncertainty.ratio_interval(pt, *pt_ci, tf, *tf_ci)
+        old_verdict = uncertainty.verdict(low, high, "pytorch", "tensorflow")
+        slower = "tensorflow" if pt < tf else "pytorch"
+        row = ratios.loc[slower]
+        if slower == "pytorch":
+            assert (row["ratio"], row["ratio_low"], row["ratio_high"]) == pytest.approx(
+                (old, low, high))
+        else:
+            assert (row["ratio"], row["ratio_low"], row["ratio_high"]) == pytest.approx(
+                (1 / old, 1 / high, 1 / low))
+        assert ratios.loc["pytorch" if slower == "tensorflow" else "tensorflow",
+                          "verdict"] == "fastest"
+        assert row["verdict"] == ("tie" if old_verdict == "tie" else "slower")
 
 
-def test_ratio_needs_both_frameworks_on_the_same_cell():
+def test_ratio_of_the_same_recipe_on_every_side(summary):
+    ratios = ratio.against_fastest(timed(summary), recipes=["eager"])
+    assert ratios[["seqlen", "framework", "optimization"]].values.tolist() == [
+        [8, "pytorch", "eager"], [8, "tensorflow", "eager"]]
+    assert ratios["ratio"].tolist() == pytest.approx([1.0, 20.0 / 10.0])
+
+
+def test_ratio_needs_two_frameworks_on_the_same_cell():
     rows = frame(cell("pytorch", median=1.0), cell("tensorflow", median=2.0, seqlen=16))
-    assert ratio.pairs(timed(rows)).empty
-    assert ratio.pairs(timed(frame(cell("pytorch", median=1.0)))).empty
+    assert ratio.against_fastest(timed(rows)).empty
+    assert ratio.against_fastest(timed(frame(cell("pytorch", median=1.0)))).empty
 
 
 def test_ratio_labels_name_the_device_when_there_are_several():
     rows = frame(cell("pytorch", median=1.0), cell("tensorflow", median=2.0),
                  cell("pytorch", median=1.0, device="gpu"),
                  cell("tensorflow", median=4.0, device="gpu"))
-    pairs = ratio.pairs(timed(rows))
-    assert sorted(pairs["label"]) == ["bert, batch 1 (cpu)", "bert, batch 1 (gpu)"]
-    assert sorted(pairs["ratio"]) == pytest.approx([0.25, 0.5])
+    ratios = ratio.against_fastest(timed(rows))
+    assert sorted(set(ratios["label"])) == ["bert, batch 1 (cpu)", "bert, batch 1 (gpu)"]
+    assert sorted(ratios["ratio"]) == pytest.approx([1.0, 1.0, 2.0, 4.0])
 
 
 # --- a scenario without a section of its own -------------------------------------------------
@@ -727,9 +764,13 @@ def test_plots_draw_on_the_given_axes(summary):
     compiled = next(p for p in speedup.panels(summary) if p.optimization == "compile")
     ax = plots.speedup_heatmap(Figure().subplots(), compiled, 2.0, True)
     assert "N/A" in [t.get_text() for t in ax.texts] and "(cpu)" in ax.get_title()
-    grid = ratio.ratio_grid(ratio.pairs(timed(summary)))
-    ax = plots.ratio_heatmap(Figure(figsize=plots.ratio_size(grid)).subplots(), grid)
-    assert [t.get_text() for t in ax.texts] == ["0.62", "2.50"]
+    ratios = ratio.against_fastest(timed(summary))
+    grid = ratio.ratio_grid(ratios)
+    ax = plots.ratio_heatmap(Figure(figsize=plots.ratio_size(grid)).subplots(), grid,
+                             ratio.verdict_grid(ratios))
+    # Rows PyTorch, TensorFlow; columns lengths 8, 16; the fastest squares are marked.
+    assert sorted(t.get_text() for t in ax.texts if t.get_text()) == [
+        "1.60", "2.50", "fastest", "fastest"]
 
 
 # --- uncertainty ------------------------------------------------------------------------------

@@ -8,10 +8,22 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullLocator
 
+from dlbench import axes
+from dlbench.analysis.ratio import FASTEST
 from dlbench.analysis.speedup import Panel
-from dlbench.report.format import framework_name
+from dlbench.analysis.uncertainty import TIE
+from dlbench.report.format import framework_name, framework_rank
 
-COLORS = {"PyTorch": "tab:blue", "TensorFlow": "tab:orange"}  # the same in every report
+# A framework's colour is its place in the registry (PyTorch blue, TensorFlow orange, the
+# next green …): the same in every report, for any number of frameworks.
+_PALETTE = mpl.colormaps["tab10"].colors
+UNKNOWN_COLOR = "tab:gray"
+
+
+def framework_color(framework: str) -> tuple | str:
+    """The colour of a framework, by its name or its label; grey for an unknown one."""
+    rank = framework_rank(framework)[0]
+    return _PALETTE[rank % len(_PALETTE)] if rank < len(axes.FRAMEWORKS) else UNKNOWN_COLOR
 PANEL_HEIGHT, PANEL_ASPECT = 3.0, 1.4  # inches per panel of the latency plot
 LEGEND_WIDTH = 2.0  # inches
 
@@ -21,14 +33,16 @@ def latency_vs_length(timed: pd.DataFrame, figure: Figure) -> Figure:
     model (rows) and batch size (columns); colour the framework (and device, if several),
     marker and line style the optimization. Sizes the figure to its panels."""
     data = timed.assign(framework=timed["framework"].map(framework_name))
+    names = sorted(data["framework"].unique(), key=framework_rank)
     hue, palette = "framework", None
-    if set(data["framework"]) <= set(COLORS):
-        palette = COLORS
+    if all(framework_color(name) != UNKNOWN_COLOR for name in names):
+        palette = {name: framework_color(name) for name in names}
     if data["device"].nunique() > 1:
         palette = None
         hue = "framework (device)"
         data[hue] = data["framework"] + " (" + data["device"] + ")"
-    data = data.sort_values("seqlen")
+    data = data.sort_values("seqlen").sort_values(  # frameworks in the registry's order
+        "framework", key=lambda column: column.map(framework_rank), kind="stable")
     models, batches = sorted(data["model"].unique()), sorted(data["batch"].unique())
     seqlens = sorted(data["seqlen"].unique())
     # The same colours and markers in every panel: in order of appearance, as seaborn's own.
@@ -104,31 +118,39 @@ def ratio_size(grid: pd.DataFrame) -> tuple[float, float]:
     return 1.2 * grid.shape[1] + 3.5, 0.45 * grid.shape[0] + 2
 
 
-def ratio_heatmap(ax: Axes, grid: pd.DataFrame, ties: pd.DataFrame | None = None,
+def ratio_heatmap(ax: Axes, grid: pd.DataFrame, verdicts: pd.DataFrame | None = None,
                   precision: str | None = None) -> Axes:
-    """PyTorch / TensorFlow ratios (dlbench.analysis.ratio.ratio_grid) on a log2 colour
-    scale centred on 1: blue where PyTorch is faster, red where TensorFlow is; a tie (its
-    interval contains 1: `ties`, shaped like the grid) is grey and marked '='."""
+    """Each framework's best over the fastest framework's best (dlbench.analysis.ratio.
+    ratio_grid: a row per model, batch and framework) on a log2 colour scale from 1:
+    'fastest' where the framework was the fastest of its cell, the redder the slower; a tie
+    with the fastest (its interval contains 1) is grey and marked '='. `verdicts` (ratio.
+    verdict_grid, shaped like the grid) says which is which; without it, a ratio of 1 is
+    the fastest and nothing is a tie."""
+    verdicts = (verdicts.reindex_like(grid) if verdicts is not None
+                else grid.eq(1.0).replace({True: FASTEST, False: None}))
+    tied, fastest = verdicts.eq(TIE), verdicts.eq(FASTEST)
     logs = np.log2(grid)
-    tied = (ties.reindex_like(grid).fillna(False).astype(bool) if ties is not None
-            else pd.DataFrame(False, index=grid.index, columns=grid.columns))
-    limit = max(float(np.nanmax(np.abs(logs.to_numpy()))), 0.1)
-    annot = grid.map(lambda v: "" if pd.isna(v) else f"{v:.2f}").to_numpy()
+    limit = max(float(np.nanmax(logs.to_numpy())), 0.1)
+    # The fastest and the ties get their own text below; a tie is masked (grey).
+    annot = grid.map(lambda v: "" if pd.isna(v) else f"{v:.2f}").mask(tied | fastest, "")
     sns.heatmap(
-        logs.mask(tied), ax=ax, cmap="coolwarm", center=0, vmin=-limit, vmax=limit,
-        annot=annot, fmt="", linewidths=0.5,
-        cbar_kws={"label": "PyTorch / TensorFlow (log scale)"},
+        logs.mask(tied), ax=ax, cmap="Reds", vmin=0, vmax=limit,
+        annot=annot.to_numpy(), fmt="", linewidths=0.5,
+        cbar_kws={"label": "best / the fastest framework's best (log scale)"},
     )
-    ax.set_facecolor("#dddddd")  # ties, and squares without a pair
-    for (i, j), tie in np.ndenumerate(tied.to_numpy()):  # masked: no annotation of its own
+    ax.set_facecolor("#dddddd")  # ties, and squares without a comparison
+    for (i, j), tie in np.ndenumerate(tied.to_numpy()):
         if tie:
             ax.text(j + 0.5, i + 0.5, f"= {grid.iat[i, j]:.2f}", ha="center", va="center")
-    _log_colorbar(ax, limit, "")
+    for (i, j), first in np.ndenumerate(fastest.to_numpy()):
+        if first:
+            ax.text(j + 0.5, i + 0.5, FASTEST, ha="center", va="center", fontweight="bold")
+    _log_colorbar(ax, limit, "×")
     ax.set_xlabel("sequence length (tokens)")
     ax.set_ylabel("")
     ax.tick_params(axis="y", rotation=0)
     what = f"{precision}: " if precision else ""
-    ax.set_title(f"{what}blue: PyTorch faster · red: TensorFlow faster · grey '=': a tie",
+    ax.set_title(f"{what}each framework's best against the fastest · grey '=': a tie with it",
                  fontsize=10)
     return ax
 
@@ -138,7 +160,7 @@ def accuracy_curves(curves: pd.DataFrame, ax: Axes) -> Axes:
     curves that lie on each other are frameworks training the same model alike."""
     for (framework, _, _), run in curves.groupby(["framework", "cell", "seed"], sort=False):
         ax.plot(run["epoch"], run["accuracy"], marker="o", markersize=3, alpha=0.7,
-                color=COLORS.get(framework), label=framework)
+                color=framework_color(framework), label=framework)
     handles, labels = ax.get_legend_handles_labels()
     unique = dict(zip(labels, handles, strict=True))
     ax.legend(unique.values(), unique.keys(), frameon=False)
@@ -160,7 +182,7 @@ def step_distribution(trained: pd.DataFrame, ax: Axes) -> Axes:
              for cell, r in trained.set_index("cell_id").iterrows()]
     boxes = ax.bxp(stats, orientation="horizontal", patch_artist=True, showfliers=False)
     for box, framework in zip(boxes["boxes"], trained["framework"], strict=True):
-        box.set_facecolor(COLORS.get(framework_name(framework), "lightgrey"))
+        box.set_facecolor(framework_color(framework))
     ax.set_xlabel("time per training step (ms)")
     ax.grid(True, axis="x", alpha=0.3)
     return ax

@@ -1,21 +1,28 @@
-"""PyTorch against TensorFlow, like with like: per precision, the fastest right answer of
-each framework per model, device, batch size and sequence length, the ratio of their
-medians with its 95% interval (from the two medians' intervals: dlbench.analysis.
-uncertainty), and a tie where that interval contains 1.
+"""Every framework against the fastest, like with like: per precision, model, device, batch
+size and sequence length, each framework's fastest right answer (its best recipe), and its
+median over the fastest framework's median with the ratio's 95% interval (from the two
+medians' intervals: dlbench.analysis.uncertainty); a tie where that interval contains 1.
 
-Comparing at equal precision keeps a PyTorch bf16 cell from being set against a TensorFlow
-fp32 one. Each side's best is taken over the recipes it measured (PyTorch usually has more
-of them, which favours it a little: the minimum of more noisy candidates is lower), so the
-table names the recipe that won on each side and how many competed, and `pairs(…,
-recipes=["eager"])` gives the same-recipe comparison.
+Comparing at equal precision keeps one framework's bf16 cell from being set against
+another's fp32 one. Each framework's best is taken over the recipes it measured (one with
+more recipes is favoured a little: the minimum of more noisy candidates is lower), so the
+table names the recipe that won on each side and how many competed, and
+`against_fastest(…, recipes=["eager"])` gives the same-recipe comparison.
+
+With two frameworks this is the two-framework ratio of old: the slower one's ratio, its
+interval and its tie are those of slower/faster, the reciprocal of faster/slower.
 """
 
 import pandas as pd
 
 from dlbench.analysis.uncertainty import TIE, ratio_interval, verdict
+from dlbench.report.format import framework_name, framework_rank
 
 KEYS = ["model", "device", "batch", "seqlen"]
-PYTORCH_FASTER, TENSORFLOW_FASTER = "PyTorch faster", "TensorFlow faster"
+# A framework's verdict against the fastest of its cell (besides TIE; None: no interval).
+FASTEST, SLOWER = "fastest", "slower"
+NO_INTERVAL = "no interval"
+_TIMING = ["median_ms", "median_ci95_ms_low", "median_ci95_ms_high"]
 
 
 def best_per_framework(timed: pd.DataFrame) -> pd.DataFrame:
@@ -30,102 +37,145 @@ def best_per_framework(timed: pd.DataFrame) -> pd.DataFrame:
     return best.assign(candidates=groups["median_ms"].transform("size").loc[best.index])
 
 
-def pairs(timed: pd.DataFrame, recipes: list[str] | None = None) -> pd.DataFrame:
-    """One row per KEYS and precision where both frameworks have a best cell (among
-    `recipes`' cells only, if given): each side's median and interval (`_pt`, `_tf`), its
-    winning optimization and number of candidates, the attention implementation; `ratio`
-    (PyTorch / TensorFlow: below 1, PyTorch is faster) with `ratio_low`/`ratio_high`;
-    `verdict` (PyTorch faster, TensorFlow faster, tie, or None without intervals); a row
-    label 'model, batch n (device)' and the cell text. Empty when no pair exists."""
+def against_fastest(timed: pd.DataFrame, recipes: list[str] | None = None) -> pd.DataFrame:
+    """One row per KEYS, precision and framework where two or more frameworks have a best
+    cell (among `recipes`' cells only, if given): the framework's median and interval, its
+    winning optimization and number of candidates, the attention implementation; `fastest`
+    (the framework with the smallest median of the cell); `ratio` (this median / the
+    fastest's: 1 for the fastest, above 1 slower) with `ratio_low`/`ratio_high`; `verdict`
+    (fastest; for the others tie, slower, or None without intervals); a row label 'model,
+    batch n (device)', the framework's `name` and the cell text. Rows in KEYS, precision
+    and framework order; empty when no cell has two frameworks."""
     if recipes is not None:
         recipe = timed.get("optimization_recipe", timed["optimization"]).fillna(
             timed["optimization"])
         timed = timed[recipe.isin(recipes) | timed["optimization"].isin(recipes)]
     best = best_per_framework(timed)
-    if not {"pytorch", "tensorflow"} <= set(best["framework"]):
+    index = KEYS + ["precision"]
+    best = best[best.groupby(index)["framework"].transform("nunique") > 1]
+    if best.empty:
         return pd.DataFrame()
-    columns = ["median_ms", "median_ci95_ms_low", "median_ci95_ms_high", "optimization",
-               "candidates"]
+    columns = [*index, "framework", *_TIMING, "optimization", "candidates"]
     if "attention_implementation" in best:
         columns.append("attention_implementation")
-    index = KEYS + ["precision"]
-    pt = best[best["framework"] == "pytorch"].set_index(index)[columns]
-    tf = best[best["framework"] == "tensorflow"].set_index(index)[columns]
-    result = pd.merge(pt, tf, left_index=True, right_index=True,
-                      suffixes=("_pt", "_tf")).reset_index()
-    if result.empty:
-        return pd.DataFrame()
+    result = best[columns].reset_index(drop=True)
+    fastest = result.loc[result.groupby(index)["median_ms"].idxmin(), index + ["framework",
+                                                                            *_TIMING]]
+    fastest = result[index].merge(fastest, on=index, how="left", suffixes=("", "_fastest"))
+    result["fastest"] = fastest["framework"].to_numpy()
     result["ratio"], result["ratio_low"], result["ratio_high"] = ratio_interval(
-        result["median_ms_pt"], result["median_ci95_ms_low_pt"],
-        result["median_ci95_ms_high_pt"], result["median_ms_tf"],
-        result["median_ci95_ms_low_tf"], result["median_ci95_ms_high_tf"])
-    result["verdict"] = [verdict(lo, hi, PYTORCH_FASTER, TENSORFLOW_FASTER)
-                         for lo, hi in zip(result["ratio_low"], result["ratio_high"],
-                                           strict=True)]
+        result["median_ms"], result["median_ci95_ms_low"], result["median_ci95_ms_high"],
+        fastest["median_ms"], fastest["median_ci95_ms_low"], fastest["median_ci95_ms_high"])
+    is_fastest = result["framework"].eq(result["fastest"])
+    result.loc[is_fastest, ["ratio", "ratio_low", "ratio_high"]] = 1.0
+    result["verdict"] = pd.Series(  # object: None (no interval) stays None
+        [FASTEST if first else verdict(lo, hi, FASTEST, SLOWER)
+         for first, lo, hi in zip(is_fastest, result["ratio_low"], result["ratio_high"],
+                                  strict=True)], index=result.index, dtype=object)
     result["label"] = result["model"] + ", batch " + result["batch"].astype(str)
     if result["device"].nunique() > 1:
         result["label"] += " (" + result["device"] + ")"
+    result["name"] = result["framework"].map(framework_name)
     result["text"] = [_text(r) for r in result.itertuples()]
-    return result
+    rank = result["framework"].map(framework_rank)
+    return result.assign(_rank=rank).sort_values(index + ["_rank"]).drop(
+        columns="_rank").reset_index(drop=True)
 
 
 def _text(row) -> str:
-    """'0.62 (0.58–0.66) compile vs graph', with 'tie: ' first where the interval holds 1."""
+    """'fastest: compile' for the fastest; '1.60 (1.51–1.70) graph' for another, with
+    'tie: ' first where the interval holds 1."""
+    if row.verdict == FASTEST:
+        return f"{FASTEST}: {row.optimization}"
     interval = "" if pd.isna(row.ratio_low) else f" ({row.ratio_low:.2f}–{row.ratio_high:.2f})"
     tie = "tie: " if row.verdict == TIE else ""
-    return f"{tie}{row.ratio:.2f}{interval} {row.optimization_pt} vs {row.optimization_tf}"
+    return f"{tie}{row.ratio:.2f}{interval} {row.optimization}"
 
 
-def precisions(pairs: pd.DataFrame) -> list[str]:
-    """The precisions with a pair, fp32 first."""
-    found = set(pairs["precision"]) if not pairs.empty else set()
+def precisions(ratios: pd.DataFrame) -> list[str]:
+    """The precisions with a comparison, fp32 first."""
+    found = set(ratios["precision"]) if not ratios.empty else set()
     order = ["fp32", "tf32", "bf16", "fp16"]
     return [p for p in order if p in found] + sorted(found - set(order))
 
 
-def ratio_table(pairs: pd.DataFrame, precision: str = "fp32") -> pd.DataFrame:
-    """The pairs' texts of one precision: rows 'model, batch', columns 'seqlen <n>', '—'
-    where no pair."""
-    chosen = pairs[pairs["precision"] == precision]
-    table = chosen.pivot_table(index="label", columns="seqlen", values="text", aggfunc="first")
+def _grid(ratios: pd.DataFrame, precision: str, values: str) -> pd.DataFrame:
+    """`values` of one precision: rows 'model, batch · framework' (frameworks in registry
+    order), columns sequence lengths."""
+    chosen = ratios[ratios["precision"] == precision]
+    chosen = chosen.assign(row=chosen["label"] + " · " + chosen["name"])
+    grid = chosen.pivot_table(index="row", columns="seqlen", values=values, aggfunc="first")
+    order = chosen.drop_duplicates("row").assign(
+        _rank=lambda c: c["framework"].map(framework_rank)).sort_values(["label", "_rank"])
+    grid = grid.reindex(order["row"]).sort_index(axis=1)
+    grid.index.name = None
+    return grid
+
+
+def ratio_table(ratios: pd.DataFrame, precision: str = "fp32") -> pd.DataFrame:
+    """The texts of one precision: one row per 'model, batch' and framework, columns
+    'seqlen <n>', '—' where the framework has no comparison."""
+    chosen = ratios[ratios["precision"] == precision]
+    table = chosen.pivot_table(index=["label", "name"], columns="seqlen", values="text",
+                               aggfunc="first")
     table = table.sort_index(axis=1).fillna("—")
     table.columns = [f"seqlen {s}" for s in table.columns]
-    return table.reset_index(names="model, batch")
+    table = table.reset_index().rename(columns={"label": "model, batch",
+                                                "name": "framework"})
+    rank = table["framework"].map(framework_rank)
+    return table.assign(_rank=rank).sort_values(["model, batch", "_rank"]).drop(
+        columns="_rank").reset_index(drop=True)
 
 
-def ratio_grid(pairs: pd.DataFrame, precision: str = "fp32") -> pd.DataFrame:
-    """The ratios of one precision as numbers: rows the pairs' labels, columns sequence
-    lengths."""
-    chosen = pairs[pairs["precision"] == precision]
-    grid = chosen.pivot_table(index="label", columns="seqlen", values="ratio", aggfunc="first")
-    return grid.sort_index(axis=1)
+def ratio_grid(ratios: pd.DataFrame, precision: str = "fp32") -> pd.DataFrame:
+    """The ratios of one precision as numbers (rows and columns as in `_grid`)."""
+    return _grid(ratios, precision, "ratio")
 
 
-def ties(pairs: pd.DataFrame, precision: str = "fp32") -> pd.DataFrame:
-    """Which pairs of one precision are ties (rows and columns as in ratio_grid)."""
-    chosen = pairs[pairs["precision"] == precision].assign(tie=lambda p: p["verdict"] == TIE)
-    grid = chosen.pivot_table(index="label", columns="seqlen", values="tie", aggfunc="first")
-    return grid.sort_index(axis=1).fillna(False).astype(bool)
+def verdict_grid(ratios: pd.DataFrame, precision: str = "fp32") -> pd.DataFrame:
+    """The verdicts of one precision (fastest, tie, slower, None), shaped like ratio_grid."""
+    chosen = ratios.assign(verdict=ratios["verdict"].fillna(NO_INTERVAL))
+    return _grid(chosen, precision, "verdict").replace({NO_INTERVAL: None})
 
 
-def tally(pairs: pd.DataFrame, precision: str = "fp32") -> dict[str, int]:
-    """How many pairs of one precision each verdict has (None: no interval)."""
-    chosen = pairs[pairs["precision"] == precision]
-    return chosen["verdict"].fillna("no interval").value_counts().to_dict()
+def ties(ratios: pd.DataFrame, precision: str = "fp32") -> pd.DataFrame:
+    """Which frameworks of one precision tie with the fastest (shaped like ratio_grid)."""
+    return verdict_grid(ratios, precision).eq(TIE)
+
+
+def outcomes(ratios: pd.DataFrame, precision: str = "fp32") -> pd.Series:
+    """Per cell (KEYS) of one precision, who was fastest: '<framework> fastest' when every
+    other framework is slower beyond the noise, 'tie: A, B' naming the frameworks the
+    fastest ties with (fastest first), or 'no interval' where a verdict lacks one."""
+    chosen = ratios[ratios["precision"] == precision]
+    result = {}
+    for key, cell in chosen.groupby(KEYS, sort=True):
+        cell = cell.sort_values("ratio", kind="stable")
+        if cell["verdict"].isna().any():
+            result[key] = NO_INTERVAL
+            continue
+        tied = cell[cell["verdict"].isin([FASTEST, TIE])]["name"].tolist()
+        result[key] = f"{TIE}: {', '.join(tied)}" if len(tied) > 1 else f"{tied[0]} fastest"
+    return pd.Series(result, dtype=object)
+
+
+def tally(ratios: pd.DataFrame, precision: str = "fp32") -> dict[str, int]:
+    """How many cells of one precision each outcome has (`outcomes`)."""
+    return outcomes(ratios, precision).value_counts().to_dict()
 
 
 def candidates(timed: pd.DataFrame, precision: str = "fp32") -> dict[str, list[str]]:
     """Per framework, the optimizations of one precision that competed (right answers)."""
     right = timed[~timed["wrong_answer"] & timed["precision"].eq(precision)]
     return {fw: sorted(cells["optimization"].unique())
-            for fw, cells in right.groupby("framework")}
+            for fw, cells in sorted(right.groupby("framework"),
+                                    key=lambda item: framework_rank(item[0]))}
 
 
-def attention(pairs: pd.DataFrame) -> dict[str, list[str]]:
-    """Per framework, the attention implementations of the paired cells."""
-    found = {}
-    for side, framework in (("pt", "pytorch"), ("tf", "tensorflow")):
-        column = f"attention_implementation_{side}"
-        if column in pairs:
-            found[framework] = sorted(pairs[column].dropna().unique())
-    return found
+def attention(ratios: pd.DataFrame) -> dict[str, list[str]]:
+    """Per framework, the attention implementations of the compared cells."""
+    if "attention_implementation" not in ratios:
+        return {}
+    found = {fw: sorted(cells["attention_implementation"].dropna().unique())
+             for fw, cells in ratios.groupby("framework")}
+    return {fw: found[fw] for fw in sorted(found, key=framework_rank) if found[fw]}

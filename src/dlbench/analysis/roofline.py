@@ -5,7 +5,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from dlbench.analysis.plots import COLORS
+from dlbench.analysis.plots import framework_color
 from dlbench.report.format import framework_name
 
 MARKERS = "osD^vP*Xhp<>"
@@ -24,7 +24,7 @@ def roofline(ax: Axes, cells: pd.DataFrame, peaks: pd.DataFrame) -> None:
         for framework, points in cells[labels.eq(label)].groupby("framework"):
             name = framework_name(framework)
             ax.scatter(points["flops"] / 1e9, points["achieved_gflops"], marker=marker,
-                       color=COLORS.get(name), label=f"{name} {label}", alpha=0.8, s=40)
+                       color=framework_color(name), label=f"{name} {label}", alpha=0.8, s=40)
     used = peaks[peaks["status"].eq("ok")
                  & peaks.set_index(["device", "precision"]).index.isin(
                      cells.set_index(["device", "precision"]).index)]

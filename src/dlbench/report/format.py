@@ -5,12 +5,20 @@ import math
 import numpy as np
 import pandas as pd
 
-from dlbench.axes import FRAMEWORK_LABELS
+from dlbench import axes
 
 
 def framework_name(framework: str) -> str:
     """'PyTorch' for 'pytorch'; an unknown framework keeps its own name."""
-    return FRAMEWORK_LABELS.get(framework, framework)
+    return axes.FRAMEWORK_LABELS.get(framework, framework)
+
+
+def framework_rank(framework: str) -> tuple[int, str]:
+    """A sort key that puts frameworks (names or labels) in the registry's order, so every
+    table and figure lists them alike; an unknown framework comes after, by name."""
+    known = {name: i for i, name in enumerate(axes.FRAMEWORKS)}
+    known |= {framework_name(name): i for name, i in known.items()}
+    return known.get(framework, len(known)), framework
 
 
 def fmt_ms(value: float | None) -> str:

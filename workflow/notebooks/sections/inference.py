@@ -218,54 +218,58 @@ else:
     plt.show()
 
 # %% [markdown]
-# ## PyTorch / TensorFlow latency ratio
+# ## Latency against the fastest framework
 #
-# For each model, device, batch size and sequence length where both frameworks have a timing
-# **in the same precision** (one table per precision), the ratio is the fastest PyTorch
-# median divided by the fastest TensorFlow median, over the optimizations measured whose
-# answer is within tolerance. **A ratio below 1 means PyTorch is faster**, above 1
-# TensorFlow. The brackets give the ratio's 95% interval, from the two medians' intervals
-# (the smallest PyTorch value over the largest TensorFlow one, and the reverse); a ratio
-# whose interval contains 1 is a **tie**. Then the recipe that won on each side (PyTorch vs
-# TensorFlow). The best of more candidates is a little lower by chance alone, so the
-# candidates of each side are named, and a second table compares `eager` with `eager`.
+# For each model, device, batch size and sequence length where two or more frameworks have
+# a timing **in the same precision** (one table per precision), each framework's best is its
+# fastest median over the optimizations it measured whose answer is within tolerance, and
+# its ratio is that best divided by the fastest framework's best: **fastest** marks the
+# fastest framework of the cell, and 1.60 means 1.6 times its latency. The brackets give the
+# ratio's 95% interval, from the two medians' intervals (the framework's smallest value over
+# the fastest's largest, and the reverse); a ratio whose interval contains 1 is a **tie**
+# with the fastest. Then the recipe that won for each framework. The best of more
+# candidates is a little lower by chance alone, so the candidates of each framework are
+# named, and a second table compares `eager` with `eager`.
 
 # %%
-pairs = ratio.pairs(ok)
-if pairs.empty:
-    say("The comparison needs both frameworks with a timing for the same model, device, batch "
-        "size, sequence length and precision; there is no such pair in this summary.")
+ratios = ratio.against_fastest(ok)
+if ratios.empty:
+    say("The comparison needs two or more frameworks with a timing for the same model, "
+        "device, batch size, sequence length and precision; there is no such cell in this "
+        "summary.")
 else:
-    implementations = ratio.attention(pairs)
+    implementations = ratio.attention(ratios)
     if implementations:
+        alike = len({tuple(v) for v in implementations.values()}) == 1
         say("Attention: " + "; ".join(f"{framework_name(f)} ran transformers' "
                                        f"{', '.join(v)} implementation"
                                        for f, v in implementations.items())
-            + (" — not the same algorithm (set `measurement.attention: eager` for the same "
-               "one on both sides)." if implementations.get("pytorch") != ["eager"] else
-               " — the same algorithm, in each framework's own kernels."))
-    for chosen in ratio.precisions(pairs):
+            + (" — the same algorithm, in each framework's own kernels." if alike else
+               " — not the same algorithm (set `measurement.attention: eager` for the same "
+               "one on every side)."))
+    for chosen in ratio.precisions(ratios):
         competed = ratio.candidates(ok, chosen)
-        tally = ratio.tally(pairs, chosen)
+        tally = ratio.tally(ratios, chosen)
         say(f"### {chosen}: {PRECISIONS[chosen].description}" if chosen in PRECISIONS
             else f"### {chosen}")
         say("Candidates: " + "; ".join(f"{framework_name(f)} {', '.join(v)}"
                                        for f, v in competed.items())
-            + ". Verdicts: " + ", ".join(f"{n} {v}" for v, n in sorted(tally.items())) + ".")
-        show(ratio.ratio_table(pairs, chosen),
-             f"PyTorch / TensorFlow median latency, {chosen} (95% interval; tie: it holds 1)")
-        grid = ratio.ratio_grid(pairs, chosen)
+            + ". Cells: " + ", ".join(f"{n} {v}" for v, n in sorted(tally.items())) + ".")
+        show(ratio.ratio_table(ratios, chosen),
+             f"Each framework's best median latency over the fastest's, {chosen} "
+             "(95% interval; tie: it holds 1)")
+        grid = ratio.ratio_grid(ratios, chosen)
         fig, ax = plt.subplots(figsize=plots.ratio_size(grid))
-        plots.ratio_heatmap(ax, grid, ratio.ties(pairs, chosen), chosen)
+        plots.ratio_heatmap(ax, grid, ratio.verdict_grid(ratios, chosen), chosen)
         plt.tight_layout()
         plt.show()
 
 # %%
-same_recipe = ratio.pairs(ok, recipes=["eager"])
+same_recipe = ratio.against_fastest(ok, recipes=["eager"])
 if not same_recipe.empty:
     for chosen in ratio.precisions(same_recipe):
         show(ratio.ratio_table(same_recipe, chosen),
-             f"eager vs eager, {chosen}: the same recipe on both sides (95% interval)")
+             f"eager vs eager, {chosen}: the same recipe for every framework (95% interval)")
 
 # %% [markdown]
 # ## GPU: device time and memory
