@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from dlbench.analysis import uncertainty
-from dlbench.analysis.environment import FIELDS, fields, precision_settings
+from dlbench.analysis.environment import all_fields, fields, precision_settings
 from dlbench.report.format import count, fmt_fixed, fmt_ms, fmt_percent
 from dlbench.resultset import ResultSet
 
@@ -217,7 +217,7 @@ def differences(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     between the two sets; one row per field with each set's values."""
     fa, fb = fields(a), fields(b)
     rows = []
-    for label in (f.label for f in FIELDS if f.matters):
+    for label in (f.label for f in all_fields() if f.matters):
         va, vb = (_known(f[label]) if label in f else [] for f in (fa, fb))
         if va and vb and va != vb:
             rows.append((label, ", ".join(va), ", ".join(vb)))

@@ -5,14 +5,19 @@ hardware and its driver, the versions of the libraries on their measured path (t
 framework that ran, its CUDA, cuDNN and oneDNN builds, transformers) and the precision
 settings (TF32 in float32 cells). Other differences are shown as notes only: the host's
 name, the operating system, Python, dlbench's commit, and the hash of every installed
-package — one environment per framework (two conda environments) differs there by design.
+package — one environment per framework (a conda environment each) differs there by design.
 """
 
 from dataclasses import dataclass
 
 import pandas as pd
 
-from dlbench.report.format import framework_name
+from dlbench.report.format import framework_name, framework_rank
+
+# Which libraries belong to each framework: on the measured path of its cells only. The
+# first is the one whose CUDA, cuDNN and oneDNN builds the framework records (`path_<lib>_cuda`
+# …). Moves to the framework registry (each framework's descriptor names its libraries).
+FRAMEWORK_LIBRARIES = {"pytorch": ("torch",), "tensorflow": ("tensorflow", "tf-keras")}
 
 
 @dataclass(frozen=True)
@@ -27,7 +32,7 @@ class Field:
     gpu_only: bool = False  # a CUDA library is on the measured path of GPU cells only
 
 
-FIELDS = [
+HARDWARE = [
     Field("hardware", "env_hardware_fingerprint", True),
     Field("CPU", "env_cpu_model", True),
     Field("logical CPUs", "env_logical_cpus", True),
@@ -36,16 +41,9 @@ FIELDS = [
     Field("CPU boost", "env_cpu_boost", True),
     Field("GPU", "env_gpu", True),
     Field("GPU driver", "env_gpu_driver", True),
-    Field("torch", "path_torch", True, "env_torch", ("pytorch",)),
-    Field("torch CUDA", "path_torch_cuda", True, gpu_only=True),
-    Field("torch cuDNN", "path_torch_cudnn", True, gpu_only=True),
-    Field("torch oneDNN", "path_torch_onednn", True),
-    Field("tensorflow", "path_tensorflow", True, "env_tensorflow", ("tensorflow",)),
-    Field("tf-keras", "path_tf-keras", True, "env_tf-keras", ("tensorflow",)),
-    Field("tensorflow CUDA", "path_tensorflow_cuda", True, gpu_only=True),
-    Field("tensorflow cuDNN", "path_tensorflow_cudnn", True, gpu_only=True),
-    Field("tensorflow oneDNN", "path_tensorflow_onednn", True),
-    Field("transformers", "path_transformers", True, "env_transformers"),
+]
+SHARED = [Field("transformers", "path_transformers", True, "env_transformers")]
+NOTES = [
     Field("hostname", "env_hostname", False),
     Field("RAM (GiB)", "env_ram_gib", False),
     Field("OS", "env_os", False),
@@ -53,6 +51,27 @@ FIELDS = [
     Field("git commit", "git", False),
     Field("packages", "env_packages_hash", False),
 ]
+
+
+def framework_fields(framework: str) -> list[Field]:
+    """A framework's group of fields: its libraries, then its main library's builds."""
+    libraries = FRAMEWORK_LIBRARIES.get(framework, ())
+    group = [Field(lib, f"path_{lib}", True, f"env_{lib}", (framework,)) for lib in libraries]
+    if libraries:
+        main = libraries[0]
+        group += [Field(f"{main} CUDA", f"path_{main}_cuda", True, gpu_only=True),
+                  Field(f"{main} cuDNN", f"path_{main}_cudnn", True, gpu_only=True),
+                  Field(f"{main} oneDNN", f"path_{main}_onednn", True)]
+    return group
+
+
+def all_fields() -> list[Field]:
+    """Every field: the hardware, one group per known framework (in the registry's
+    order), the libraries every framework uses, then the notes."""
+    frameworks = sorted(FRAMEWORK_LIBRARIES, key=framework_rank)
+    return HARDWARE + [f for fw in frameworks for f in framework_fields(fw)] + SHARED + NOTES
+
+
 NOTE = ("hostname", "packages")  # differences that are expected, and named as such
 
 
@@ -96,7 +115,7 @@ def _column(frame: pd.DataFrame, field: Field) -> pd.Series | None:
 def fields(frame: pd.DataFrame) -> pd.DataFrame:
     """One column per environment field present, one row per cell."""
     env = pd.DataFrame(index=frame.index)
-    for field in FIELDS:
+    for field in all_fields():
         values = _column(frame, field)
         if values is not None and values.notna().any():
             env[field.label] = values
@@ -117,14 +136,14 @@ def environment(frame: pd.DataFrame) -> Environment | None:
     """The environment of the cells; None when the summary has no cells.
 
     A field differs only when it has several distinct known values (a framework's cells
-    lack the other framework's libraries). Several hostnames with nothing that matters
+    lack the other frameworks' libraries). Several hostnames with nothing that matters
     differing count as comparable hosts.
     """
     env = fields(frame)
     if env.empty or env.columns.empty:
         return None
     distinct = {label: env[label].dropna().astype(str).unique() for label in env}
-    matters = {f.label for f in FIELDS if f.matters}
+    matters = {f.label for f in all_fields() if f.matters}
     differ = [label for label, values in distinct.items() if len(values) > 1]
     disagree = [label for label in differ if label in matters]
     disagree += [f"TF32 ({precision} cells)"

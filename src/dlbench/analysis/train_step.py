@@ -1,13 +1,23 @@
 """Transformer training steps: the step time per framework, optimization and optimizer, the
 step's parts (forward + loss + backward; the optimizer step) and the optimizer's share, and
 the numbers that answer "PyTorch's Adam is Python, TensorFlow's is C++: why is PyTorch not
-slower?"."""
+slower?", for every framework measured."""
+
+from itertools import combinations, product
 
 import numpy as np
 import pandas as pd
 
 from dlbench.analysis.status import not_applicable
-from dlbench.report.format import fmt_error, fmt_ms, fmt_percent, fmt_s, framework_name, na
+from dlbench.report.format import (
+    fmt_error,
+    fmt_ms,
+    fmt_percent,
+    fmt_s,
+    framework_name,
+    framework_rank,
+    na,
+)
 
 SCENARIO = "train_step"
 SHAPE = ["model", "device", "batch", "seqlen"]
@@ -16,6 +26,17 @@ _PARTS = {"breakdown_forward_backward_median_ms": "forward_backward_ms",
           "breakdown_optimizer_median_ms": "optimizer_ms",
           "breakdown_optimizer_share": "optimizer_share"}
 NOT_SEPARABLE = "not separable"
+# Per framework, the step its users run by default (what its high-level API's fit runs),
+# which the optimizer comparison prefers; a framework not named here: its fastest step.
+# Moves to the framework registry.
+DEFAULT_STEP = {"pytorch": "eager", "tensorflow": "graph"}
+# A framework whose default optimizer composes ops per variable while another recipe of it
+# runs one kernel per variable: that recipe, and what to say after "What ran". Moves to the
+# framework registry.
+KERNEL_PER_VARIABLE = {"tensorflow": (
+    "legacy-optimizer", "Keras optimizers (2.11 and later) compose TensorFlow ops per "
+    "variable too; its single C++ kernel per variable (ResourceApplyAdam) is the legacy "
+    "optimizer's")}
 
 
 def steps(frame: pd.DataFrame) -> pd.DataFrame:
@@ -145,38 +166,68 @@ def _shapes(cells: pd.DataFrame) -> set[tuple]:
     return set(cells.set_index(SHAPE).index)
 
 
-def _pair(cells: pd.DataFrame) -> tuple[str, str, set[tuple]] | None:
-    """The PyTorch and TensorFlow optimizations to compare, and the shapes both have:
-    PyTorch's default (eager) and TensorFlow's graph (what Keras's fit runs) first, then
-    each framework's others from the fastest step; None if no pair shares a shape."""
-    def preference(framework: str, default: str) -> list[tuple[str, set[tuple]]]:
-        mine = cells[cells["framework"].eq(framework)]
-        order = mine.groupby("optimization")["median_ms"].median().sort_values().index
-        order = sorted(order, key=lambda name: name != default)  # stable: the default first
-        return [(name, _shapes(mine[mine["optimization"].eq(name)])) for name in order]
+def _preference(cells: pd.DataFrame, framework: str) -> list[tuple[str, set[tuple]]]:
+    """A framework's optimizations with their shapes: its default step (DEFAULT_STEP) first,
+    then the others from the fastest step."""
+    mine = cells[cells["framework"].eq(framework)]
+    order = mine.groupby("optimization")["median_ms"].median().sort_values().index
+    default = DEFAULT_STEP.get(framework)
+    order = sorted(order, key=lambda name: name != default)  # stable: the default first
+    return [(name, _shapes(mine[mine["optimization"].eq(name)])) for name in order]
 
-    for py, py_shapes in preference("pytorch", "eager"):
-        for tf, tf_shapes in preference("tensorflow", "graph"):
-            if py_shapes & tf_shapes:
-                return py, tf, py_shapes & tf_shapes
+
+def _choose(cells: pd.DataFrame) -> tuple[dict[str, str], set[tuple]] | None:
+    """Each framework's optimization to compare, and the shapes they all have: the most
+    frameworks that share a shape (in the registry's order), each with its most preferred
+    optimization (`_preference`, the first framework's preference first); None if no two
+    frameworks share a shape."""
+    frameworks = sorted(cells["framework"].unique(), key=framework_rank)
+    preferences = {fw: _preference(cells, fw) for fw in frameworks}
+    for size in range(len(frameworks), 1, -1):
+        for group in combinations(frameworks, size):
+            for choice in product(*(preferences[fw] for fw in group)):
+                shared = set.intersection(*(shapes for _, shapes in choice))
+                if shared:
+                    return {fw: name for fw, (name, _) in zip(group, choice, strict=True)}, shared
     return None
+
+
+def _listed(parts: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
+
+
+def _verdict(steps: dict[str, pd.Series]) -> str:
+    """'A's was the fastest; B's was 2.5× slower than A's; the difference is 60.0% of B's
+    step.' over the frameworks' optimizer steps (`steps`: name → its medians)."""
+    fastest = min(steps, key=lambda name: steps[name].optimizer_ms)
+    best = steps[fastest].optimizer_ms
+    slower = [(name, step) for name, step in steps.items() if step.optimizer_ms > best]
+    if not slower:
+        return "none was slower."
+    name = framework_name(fastest)
+    return f"{name}'s was the fastest; " + "; ".join(
+        f"{framework_name(other)}'s was {step.optimizer_ms / best:.1f}× slower than "
+        f"{name}'s, a difference of {fmt_percent((step.optimizer_ms - best) / step.median_ms)}"
+        f" of {framework_name(other)}'s step" for other, step in slower) + "."
 
 
 def seed_answer(frame: pd.DataFrame) -> list[str]:
     """Sentences (Markdown) answering "PyTorch's Adam is Python, TensorFlow's is C++: why is
-    PyTorch not slower?" from the separable Adam cells: PyTorch's default (eager) against
-    TensorFlow's graph (see `_pair`) on the shapes (model, device, batch, length) both have —
-    the optimizer's share of each step, the two optimizer steps head to head, every recipe's
-    optimizer step on those shapes, and the implementations that ran. Empty where no shape
-    has separable Adam cells of both frameworks."""
+    PyTorch not slower?" for every framework, from the separable Adam cells: each
+    framework's default step against the others' (see `_choose`) on the shapes (model,
+    device, batch, length) they all have — the optimizer's share of each step, the
+    optimizer steps head to head, every recipe's optimizer step on those shapes, and the
+    implementations that ran. Empty where no shape has separable Adam cells of two
+    frameworks."""
     cells = steps(frame)
     cells = cells[cells["separable"] & cells["optimizer"].eq("adam")]
     if "step_implementation" not in cells:
         cells = cells.assign(step_implementation="")
-    pair = _pair(cells)
-    if pair is None:
+    choice = _choose(cells)
+    if choice is None:
         return []
-    chosen, shared = {"pytorch": pair[0], "tensorflow": pair[1]}, pair[2]
+    chosen, shared = choice
     cells = cells[cells.set_index(SHAPE).index.isin(list(shared))]
     recipes = {}  # per framework, its optimizations that have every shared shape
     for name in chosen:
@@ -184,39 +235,36 @@ def seed_answer(frame: pd.DataFrame) -> list[str]:
         whole = [r for r, group in mine.groupby("optimization") if _shapes(group) == shared]
         recipes[name] = mine[mine["optimization"].isin(whole)].groupby("optimization")[
             ["median_ms", "optimizer_ms", "optimizer_share"]].median()
-    py, tf = (recipes[name].loc[chosen[name]] for name in chosen)
+    step = {name: recipes[name].loc[chosen[name]] for name in chosen}
     implementation = {name: cells[cells["framework"].eq(name) & cells["optimization"].eq(
         chosen[name])]["step_implementation"].iloc[0] for name in chosen}
     plural = "s" if len(shared) != 1 else ""
-    if py.optimizer_ms <= tf.optimizer_ms:
-        verdict = "PyTorch's was no slower."
-    else:
-        extra = (py.optimizer_ms - tf.optimizer_ms) / py.median_ms
-        verdict = (f"PyTorch's was {py.optimizer_ms / tf.optimizer_ms:.1f}× slower; the "
-                   f"difference is {fmt_percent(extra)} of PyTorch's step.")
+    every = "both" if len(chosen) == 2 else f"all {len(chosen)}"
     lines = [
-        f"**The optimizer's share.** Adam's update took {fmt_percent(py.optimizer_share)} of "
-        f"PyTorch's `{chosen['pytorch']}` step and {fmt_percent(tf.optimizer_share)} of "
-        f"TensorFlow's `{chosen['tensorflow']}` step (medians over the {len(shared)} "
-        f"shape{plural} that both have); forward, loss and backward take the rest: however "
-        "the update is written, it can move the step time by at most its share.",
-        f"**Head to head**: PyTorch's `{chosen['pytorch']}` Adam took {fmt_ms(py.optimizer_ms)} "
-        f"ms per step, TensorFlow's `{chosen['tensorflow']}` Adam {fmt_ms(tf.optimizer_ms)} ms: "
-        f"{verdict}",
+        "**The optimizer's share.** Adam's update took " + _listed([
+            f"{fmt_percent(step[name].optimizer_share)} of {framework_name(name)}'s "
+            f"`{chosen[name]}` step" for name in chosen])
+        + f" (medians over the {len(shared)} shape{plural} that {every} have); forward, loss "
+        "and backward take the rest: however the update is written, it can move the step "
+        "time by at most its share.",
+        "**Head to head**: " + ", ".join(
+            f"{framework_name(name)}'s `{chosen[name]}` Adam "
+            + ("took " if i == 0 else "") + f"{fmt_ms(step[name].optimizer_ms)} ms"
+            + (" per step" if i == 0 else "") for i, name in enumerate(chosen))
+        + f": {_verdict(step)}",
         f"Adam's update on the same shape{plural}, per optimization: " + "; ".join(
             f"{framework_name(name)} " + ", ".join(
                 f"`{recipe}` {fmt_ms(ms)} ms" for recipe, ms in
                 recipes[name]["optimizer_ms"].sort_values().items())
             for name in chosen) + ".",
-        f"**What ran**: PyTorch — {implementation['pytorch']}; TensorFlow — "
-        f"{implementation['tensorflow']}. The arithmetic is C++ kernels in both; the "
-        "frameworks differ in how the kernels are dispatched, which is what these times "
-        "measure.",
+        "**What ran**: " + "; ".join(f"{framework_name(name)} — {implementation[name]}"
+                                     for name in chosen)
+        + f". The arithmetic is C++ kernels in {every}; the frameworks differ in how the "
+        "kernels are dispatched, which is what these times measure.",
     ]
-    if "legacy" not in implementation["tensorflow"]:
-        legacy = "legacy-optimizer" in recipes["tensorflow"].index
-        lines[-1] += (" TensorFlow's Keras optimizers (2.11 and later) compose TensorFlow ops "
-                      "per variable too; its single C++ kernel per variable "
-                      "(ResourceApplyAdam) is the legacy optimizer's"
-                      + (" (`legacy-optimizer` above)." if legacy else "."))
+    for name, (recipe, note) in KERNEL_PER_VARIABLE.items():
+        if name in chosen and chosen[name] != recipe:
+            lines[-1] += (f" {framework_name(name)}'s {note}"
+                          + (f" (`{recipe}` above)." if recipe in recipes[name].index
+                             else "."))
     return lines

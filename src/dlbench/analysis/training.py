@@ -12,19 +12,23 @@ seeds train different models (the standard error of the seeds' mean, where a sid
 or more); each side's error is the larger of the two. The statistical tolerance is
 SIGMAS standard errors of the difference; the verdict uses the larger of it and the
 configured `accuracy_tolerance`: within it a match, beyond both a mismatch (one seed a side
-is enough to tell). A mismatched cell is counted like a wrong answer in inference
+is enough to tell). With more than two frameworks every pair is compared so, and a group
+is as good as its worst pair. A mismatched cell is counted like a wrong answer in inference
 (`correctness_within_tolerance` false, set by `correctness`): its speed does not count.
 """
+
+from itertools import combinations
 
 import numpy as np
 import pandas as pd
 
 from dlbench.analysis.speedup import valid_speedup
-from dlbench.report.format import fmt_ms, framework_name
+from dlbench.report.format import fmt_ms, framework_name, framework_rank
 
 GROUP = ["model", "dataset", "batch", "optimizer", "training_learning_rate",
          "training_epochs", "precision"]
 MATCH, MISMATCH, UNKNOWN = "match", "mismatch", "not established"
+_SEVERITY = {MATCH: 0, UNKNOWN: 1, MISMATCH: 2}  # a group's verdict is its worst pair's
 # Standard errors of the difference that a difference of accuracies may reach as noise
 # (about 95% two-sided for two means of many test images).
 SIGMAS = 2.0
@@ -70,32 +74,42 @@ def _side(group: pd.DataFrame) -> dict:
             "error": max(known) if known else np.nan}
 
 
+def _pair(a: dict, b: dict, configured: float) -> dict:
+    """Two sides compared: the difference of their accuracies, the statistical tolerance
+    (SIGMAS standard errors of the difference) and the verdict."""
+    difference = abs(a["accuracy"] - b["accuracy"])
+    errors = [a["error"], b["error"]]
+    statistical = (SIGMAS * float(np.sqrt(np.sum(np.square(errors))))
+                   if not np.isnan(errors).any() else np.nan)
+    if difference <= np.nanmax([configured, statistical]):
+        verdict = MATCH
+    elif np.isnan(statistical):  # no test-set size, one seed: no noise measured
+        verdict = UNKNOWN
+    else:
+        verdict = MISMATCH
+    return {"difference": difference, "statistical": statistical, "verdict": verdict}
+
+
 def accuracy_match(trained: pd.DataFrame) -> pd.DataFrame:
     """One row per group of cells that should reach the same accuracy (GROUP, precision
-    included): each framework's mean final accuracy and its seeds, the difference, the
-    configured and the statistical tolerance, and the verdict."""
+    included): each framework's mean final accuracy and its seeds, and every pair of
+    frameworks compared; the group's verdict is its worst pair's (a mismatch, else not
+    established, else a match), and the difference and the configured and statistical
+    tolerance are that pair's (of the pairs with the worst verdict, the widest apart)."""
     rows = []
     for key, group in trained.groupby(GROUP, sort=True):
         sides = {fw: _side(g) for fw, g in group.groupby("framework")}
         if len(sides) < 2:
             continue
-        accuracies = [s["accuracy"] for s in sides.values()]
-        difference = max(accuracies) - min(accuracies)
+        names = sorted(sides, key=framework_rank)
         configured = float(group["training_accuracy_tolerance"].max())
-        errors = [s["error"] for s in sides.values()]
-        statistical = (SIGMAS * float(np.sqrt(np.sum(np.square(errors))))
-                       if not np.isnan(errors).any() else np.nan)
-        if difference <= np.nanmax([configured, statistical]):
-            verdict = MATCH
-        elif np.isnan(statistical):  # no test-set size, one seed: no noise measured
-            verdict = UNKNOWN
-        else:
-            verdict = MISMATCH
+        pairs = [_pair(sides[a], sides[b], configured) for a, b in combinations(names, 2)]
+        worst = max(pairs, key=lambda p: (_SEVERITY[p["verdict"]], p["difference"]))
         row = dict(zip(GROUP, key, strict=True))
-        row.update({f"{fw} accuracy": sides[fw]["accuracy"] for fw in sorted(sides)})
-        row.update({f"{fw} seeds": sides[fw]["seeds"] for fw in sorted(sides)})
-        row.update(difference=difference, configured=configured, statistical=statistical,
-                   verdict=verdict)
+        row.update({f"{fw} accuracy": sides[fw]["accuracy"] for fw in names})
+        row.update({f"{fw} seeds": sides[fw]["seeds"] for fw in names})
+        row.update(difference=worst["difference"], configured=configured,
+                   statistical=worst["statistical"], verdict=worst["verdict"])
         rows.append(row)
     return pd.DataFrame(rows)
 
