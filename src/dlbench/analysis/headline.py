@@ -13,7 +13,7 @@ from dlbench.analysis.status import not_applicable
 from dlbench.analysis.summary import axes, of_scenario, scenarios
 from dlbench.analysis.uncertainty import TIE, ratio_interval, verdict
 from dlbench.optimizations import COMPILED
-from dlbench.report.format import fmt_fixed, framework_name
+from dlbench.report.format import fmt_fixed, framework_name, framework_rank
 
 # The sections that list each kind of cell (their headings, which the report links to).
 QUALITY, CORRECTNESS, STATUS = "Measurement quality", "Correctness", "Status overview"
@@ -64,7 +64,8 @@ def compiled_recipes(scenario: str, right: pd.DataFrame) -> dict[str, list[str]]
     from the scenario's recipe registry), for the frameworks with a recipe of known kind."""
     kinds = right.assign(kind=[kind(scenario, o) for o in right["optimization"]])
     return {framework: sorted(set(cells.loc[cells["kind"].eq(COMPILED), "optimization"]))
-            for framework, cells in kinds.groupby("framework", sort=True)
+            for framework, cells in sorted(kinds.groupby("framework"),
+                                           key=lambda item: framework_rank(item[0]))
             if cells["kind"].notna().any()}
 
 
@@ -143,7 +144,7 @@ def winners(frame: pd.DataFrame, several_devices: bool = False) -> dict[str, pd.
         cells = of_scenario(timed, scenario)
         sizes = [a for a in axes(scenario) if a in cells]
         keys = ["model"] + (["device"] if several_devices else []) + sizes
-        frameworks = sorted(cells["framework"].unique())
+        frameworks = sorted(cells["framework"].unique(), key=framework_rank)
         rows = [{**dict(zip(keys, values, strict=True)),
                  **_row(scenario, group.sort_values("median_ms"), frameworks)}
                 for values, group in cells.groupby(keys, sort=True)]
