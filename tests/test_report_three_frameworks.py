@@ -1,0 +1,71 @@
+"""The report executed on a synthetic summary with a third framework (`jax`): every section
+runs, and the answer, the latency sheets, the ratio tables and the figures show all three.
+The notebook runs in its own process, so JAX's label is whatever the registry gives it
+(dlbench.axes: 'jax' until JAX registers as 'JAX')."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from dlbench import provenance
+from dlbench.report import render
+from dlbench.report.format import framework_name
+from tests import report_html
+from tests.conftest import REPO
+from tests.test_report import CONFIG, fixture_summary, table_under, timed
+
+JAX = framework_name("jax")
+
+
+def jax_rows(template: pd.Series) -> pd.DataFrame:
+    """JAX's cells: jit the fastest of all at batch 1, length 8 (3 ms) and a tie with
+    TensorFlow's graph at batch 2 (8.1 ms against 8); op-by-op eager slower."""
+    rows = [timed("jax", "jit", 3.0), timed("jax", "jit", 8.1, batch=2),
+            timed("jax", "eager", 30.0), timed("jax", "jit", 40.0, seqlen=32)]
+    shared = {column: template[column] for column in
+              ("scenario", "env_git_commit", "env_fingerprint")}
+    return pd.DataFrame([r | shared | {"env_packages_hash": "ja" * 8} for r in rows])
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("report3")
+    summary = fixture_summary()
+    summary = pd.concat([summary, jax_rows(summary.iloc[0])], ignore_index=True)
+    path = folder / "summary.parquet"
+    summary.to_parquet(path, index=False)
+    provenance.write(folder / provenance.NAME, CONFIG, [])
+    executed, html = folder / "logs" / "report.ipynb", folder / "report.html"
+    render(REPO / "workflow" / "notebooks" / "report.py", path, executed, html)
+    return json.loads(executed.read_text()), html.read_text()
+
+
+def test_every_section_runs_with_three_frameworks(rendered):
+    notebook, html = rendered
+    outputs = [o for c in notebook["cells"] for o in c.get("outputs", [])]
+    assert outputs and not [o for o in outputs if o["output_type"] == "error"]
+    assert not [o for o in outputs if o.get("name") == "stderr"]
+    assert f"{JAX} — jit" in report_html.headings(html)  # its latency sheet
+
+
+def test_the_answer_and_the_ratios_show_every_framework(rendered):
+    _, html = rendered
+    header, *rows = table_under(html, "The answer")
+    assert [h for h in header if h.endswith("'s best")] == [
+        "PyTorch's best", "TensorFlow's best", f"{JAX}'s best"]
+    assert rows[0][:4] == ["bert", "1", "8", f"{JAX} jit"]
+    ratio = next(rows for h, rows in report_html.tables(html)
+                 if h.startswith("fp32: float32 throughout"))
+    assert ratio[0] == ["model, batch", "framework", "seqlen 8", "seqlen 32"]
+    by_row = {(r[0], r[1]): r[2:] for r in ratio[1:]}
+    # Batch 1: JAX's 3 ms is the fastest: TensorFlow's graph 4/3, PyTorch's torchscript 5/3.
+    assert by_row["bert, batch 1", JAX] == ["fastest: jit", "2.05 (1.93–2.18) jit"]
+    assert by_row["bert, batch 1", "TensorFlow"][0] == "1.33 (1.26–1.42) graph"
+    assert by_row["bert, batch 1", "PyTorch"][0] == "1.67 (1.57–1.77) torchscript"
+    # Batch 2: TensorFlow's graph 8 ms, JAX's jit 8.1 ms inside the noise.
+    assert by_row["bert, batch 2", JAX][0] == "tie: 1.01 (0.95–1.08) jit"
+    assert "tie: TensorFlow, " + JAX in html
+    texts = report_html.image_texts(html)
+    latency = next(t for t in texts if "y: median latency (ms)" in t)
+    assert f"legend: framework, PyTorch, TensorFlow, {JAX}" in latency
