@@ -152,7 +152,7 @@ elif not failed.empty:
     show(failed)
 if not by_design.empty:
     say(f"Not applicable by design, and not counted as failures: {int(by_design['cells'].sum())}"
-        " cells of a framework with the other framework's optimization ("
+        " cells of a framework with another framework's optimization ("
         + ", ".join(f"{r.framework} {r.optimization}: {r.cells}" for r in by_design.itertuples())
         + "). Name the optimizations per framework in the config to leave them out of the "
         "matrix.")

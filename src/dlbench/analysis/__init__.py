@@ -14,7 +14,7 @@ quality      the measurement-quality table
 speedup      speed-up over eager per cell, and the per-optimization overview
 compilation  compile, trace and conversion times
 correctness  errors against the reference, and the wrong answers
-ratio        PyTorch/TensorFlow: the best of each framework, their ratio per cell
+ratio        every framework against the fastest: the best of each, their ratio per cell
 startup      the start-up cost of a process
 gpu          GPU cells: device time, memory, utilization
 memory       memory by phase, against input size, per sample

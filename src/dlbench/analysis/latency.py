@@ -77,7 +77,7 @@ def sheet(cells: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def sheets(frame: pd.DataFrame) -> list[Sheet]:
     """One sheet per framework, optimization and device, in that order; none for a
-    framework with the other framework's optimization (not applicable by design: the
+    framework with another framework's optimization (not applicable by design: the
     status section counts those)."""
     frame = frame[~not_applicable(frame)]
     groups = frame.dropna(subset=["framework"]).groupby(

@@ -64,7 +64,7 @@ def step_table(frame: pd.DataFrame, several_devices: bool) -> tuple[pd.DataFrame
     and the optimizer's share, the speed-up over the framework's eager with the same
     optimizer, the first step (compilation), samples and tokens per second, and the initial
     loss's error against the reference; N/A with the reason where the cell did not run.
-    Also how many cells were left out: a framework with the other framework's optimization
+    Also how many cells were left out: a framework with another framework's optimization
     (N/A by design)."""
     cells = frame[frame["scenario"].eq(SCENARIO)]
     by_design = not_applicable(cells) & ~cells["timed"]

@@ -44,7 +44,7 @@ else:
             "initial loss vs reference"]
     show(blank_repeats(table, "model"), left=[c for c in text if c in table])
 if by_design:
-    say(f"Left out: {by_design} cells of a framework with the other framework's optimization "
+    say(f"Left out: {by_design} cells of a framework with another framework's optimization "
         "(not applicable by design; the status section counts them).")
 wrong = df[df["wrong_answer"]]
 if not wrong.empty:
@@ -82,7 +82,7 @@ if not shares.empty:
 # %%
 answer = train_step.seed_answer(df)
 if not answer:
-    say("The answer needs Adam cells of both frameworks whose steps are separable (not "
+    say("The answer needs Adam cells of two frameworks whose steps are separable (not "
         "`compile-step`); this summary has none.")
 for line in answer:
     say(line)

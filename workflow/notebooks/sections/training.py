@@ -41,7 +41,7 @@ if trained.empty:
 else:
     match = training_analysis.accuracy_match(trained)
     if match.empty:
-        say("Accuracy cannot be compared: no group of cells has both frameworks.")
+        say("Accuracy cannot be compared: no group of cells has two frameworks or more.")
     else:
         show(training_analysis.match_table(match),
              "Final test accuracy per framework and precision (mean over its seeds)",
