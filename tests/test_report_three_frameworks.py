@@ -46,7 +46,13 @@ def test_every_section_runs_with_three_frameworks(rendered):
     outputs = [o for c in notebook["cells"] for o in c.get("outputs", [])]
     assert outputs and not [o for o in outputs if o["output_type"] == "error"]
     assert not [o for o in outputs if o.get("name") == "stderr"]
-    assert f"{JAX} — jit" in report_html.headings(html)  # its latency sheet
+    headings = report_html.headings(html)
+    # The latency sheets and the status counts list the frameworks in the registry's order.
+    sheets = [headings.index(h) for h in ("PyTorch — eager", "TensorFlow — graph",
+                                          f"{JAX} — jit")]
+    assert sheets == sorted(sheets)
+    counts = table_under(html, "Status overview")
+    assert [r[0] for r in counts[1:]] == ["PyTorch", "TensorFlow", JAX, "total"]
 
 
 def test_the_answer_and_the_ratios_show_every_framework(rendered):

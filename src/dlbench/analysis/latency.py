@@ -7,7 +7,7 @@ import pandas as pd
 
 from dlbench.analysis.flags import flagged
 from dlbench.analysis.status import not_applicable
-from dlbench.report.format import blank_repeats, fmt_error, fmt_ms, na
+from dlbench.report.format import blank_repeats, fmt_error, fmt_ms, framework_rank, na
 
 UNSTABLE_MARK = " †"  # the harness flagged the timing unstable or noisy
 WRONG_MARK = " ✗"  # the output is outside its precision's tolerance
@@ -84,7 +84,9 @@ def sheets(frame: pd.DataFrame) -> list[Sheet]:
         ["framework", "optimization", "device"], dropna=False, sort=True
     )
     result = []
-    for (framework, optimization, device), cells in groups:
+    # Frameworks in the registry's order (stable: each one's optimizations stay sorted).
+    for (framework, optimization, device), cells in sorted(
+            groups, key=lambda group: framework_rank(group[0][0])):
         one = Sheet(framework, optimization, device)
         reasons = cells[["status", "reason"]].fillna("").drop_duplicates()
         if len(cells) > 1 and len(reasons) == 1 and reasons["status"].iloc[0] != "ok":

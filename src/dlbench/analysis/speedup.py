@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from dlbench.analysis.status import not_applicable
-from dlbench.report.format import fmt_error, fmt_s, framework_name, na
+from dlbench.report.format import fmt_error, fmt_s, framework_name, framework_rank, na
 
 # Colour scales reach at least this far from 1 (a 1.5× speed-up or slow-down).
 MIN_SCALE = 1.5
@@ -56,7 +56,7 @@ def panels(frame: pd.DataFrame) -> list[Panel]:
     cell of it is in the panel, so that a cell that did not run is N/A."""
     keys = with_speedup(frame).groupby(["framework", "optimization", "device"], sort=True).groups
     result = []
-    for framework, optimization, device in keys:
+    for framework, optimization, device in sorted(keys, key=lambda k: framework_rank(k[0])):
         cells = frame[frame["framework"].eq(framework) & frame["optimization"].eq(optimization)
                       & frame["device"].eq(device)]
         index = pd.MultiIndex.from_frame(cells[["model", "batch"]].drop_duplicates()
@@ -129,8 +129,10 @@ def overview(frame: pd.DataFrame, several_devices: bool) -> Overview:
     verdict; N/A with the reason where no cell ran."""
     rows, other_framework = [], 0
     common, left_out = common_cells(frame)
-    for (framework, optimization, device), cells in frame.dropna(subset=["framework"]).groupby(
-            ["framework", "optimization", "device"], sort=True):
+    groups = frame.dropna(subset=["framework"]).groupby(["framework", "optimization", "device"],
+                                                        sort=True)
+    for (framework, optimization, device), cells in sorted(  # the registry's order
+            groups, key=lambda group: framework_rank(group[0][0])):
         timed = cells[cells["timed"]]
         if timed.empty and not_applicable(cells).all():
             other_framework += 1

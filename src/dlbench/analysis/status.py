@@ -5,7 +5,7 @@ never listed among the cells that failed."""
 import pandas as pd
 
 from dlbench.axes import OTHER_FRAMEWORK
-from dlbench.report.format import framework_name
+from dlbench.report.format import framework_name, framework_rank
 
 STATUSES = ["ok", "oom", "unsupported", "error"]
 NOT_APPLICABLE = "not applicable"
@@ -29,7 +29,7 @@ def status_counts(frame: pd.DataFrame) -> pd.DataFrame:
     counts = pd.crosstab(frame["framework"].map(framework_name), statuses(frame))
     order = STATUSES + [NOT_APPLICABLE]
     counts = counts.reindex(columns=order + sorted(set(counts.columns) - set(order)),
-                            fill_value=0)
+                            index=sorted(counts.index, key=framework_rank), fill_value=0)
     if not counts[NOT_APPLICABLE].any():
         counts = counts.drop(columns=NOT_APPLICABLE)
     counts.loc["total"] = counts.sum()
