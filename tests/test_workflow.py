@@ -96,7 +96,7 @@ def test_report_shows_every_cells_median(workflow_run):
 def test_report_images_decode(workflow_run):
     html = (workflow_run / "report" / "report.html").read_text()
     sizes = report_html.images(html)  # every image embedded as a PNG, none linked
-    # TensorFlow graph's speed-up, latency against length, the PyTorch/TensorFlow ratio.
+    # TensorFlow graph's speed-up, latency against length, the ratio against the fastest.
     assert len(sizes) >= 3
     assert all(width > 100 and height > 100 for width, height in sizes)
 

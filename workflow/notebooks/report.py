@@ -42,10 +42,10 @@ ok = timed(df)
 # in milliseconds; **lower is better**. The first call or step (compilation, tracing, pipeline
 # start-up) is excluded and reported on its own. A cell shown as **N/A** did not produce a
 # timing; the brackets give the reason (out of memory, a sequence longer than the model
-# supports, an optimization of the other framework), and the status section lists every such
+# supports, an optimization of another framework), and the status section lists every such
 # cell with its full reason. Every answer is checked — an inference output against PyTorch
 # eager fp32 on the same weights and inputs, a trained model's test accuracy against the other
-# framework's —: **✗** marks a wrong answer, and a speed-up that came with it does not count.
+# frameworks' —: **✗** marks a wrong answer, and a speed-up that came with it does not count.
 
 # %%
 display(HTML(f'<nav id="{CONTENTS_ID}"></nav>'))

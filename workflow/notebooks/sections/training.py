@@ -26,14 +26,15 @@ say("# Training: the same CNN, trained from image files")
 # is timed step by step in the steady state: the first step (compilation, pipeline start-up)
 # and the warm-up steps are left out. After every epoch the model is tested with dropout off.
 #
-# **Accuracy is the proof that both frameworks trained the same model**, not a ranking: the
+# **Accuracy is the proof that the frameworks trained the same model**, not a ranking: the
 # final test accuracies of cells that should learn alike (same model, data, batch, optimizer,
 # learning rate and epochs) at the same precision — a framework's fp32 recipes together, each
 # reduced precision apart — must agree within the configured tolerance or the statistical
 # one, whichever is larger: 2 standard errors of the difference, each side's the binomial
-# error of its accuracy over test images × seeds (or its seeds' spread, if larger). A
-# **mismatch** counts as a wrong answer in inference: flagged ✗, its speed is left out of the
-# answer, the speed-ups and the efficiency averages.
+# error of its accuracy over test images × seeds (or its seeds' spread, if larger).
+# With more than two frameworks, every pair must agree. A **mismatch** counts as a wrong
+# answer in inference: flagged ✗, its speed is left out of the answer, the speed-ups and the
+# efficiency averages.
 
 # %%
 if trained.empty:
@@ -116,8 +117,8 @@ if not trained.empty:
 # %% [markdown]
 # ## Accuracy per epoch
 #
-# Test accuracy after each epoch, one line per cell and seed: lines of both colours lying on
-# each other are the two frameworks training the same model alike.
+# Test accuracy after each epoch, one line per cell and seed, a colour per framework: lines
+# of every colour lying on each other are the frameworks training the same model alike.
 
 # %%
 if not trained.empty:
