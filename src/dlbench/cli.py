@@ -7,9 +7,9 @@ import sys
 import time
 from pathlib import Path
 
-from dlbench import result, scenarios, settings
+from dlbench import paths, result, scenarios, settings
 from dlbench.axes import DEVICES, FRAMEWORKS
-from dlbench.matrix import DEFAULT_SCENARIO, FAILED, Cell
+from dlbench.matrix import DEFAULT_SCENARIO, Cell
 from dlbench.optimizations import PRECISIONS
 
 
@@ -169,10 +169,10 @@ def _run(args: argparse.Namespace, process_start: float) -> int:
                  "--out-dir, give --reference-dir (failed records go to ../failed)")
     measurement = {**settings.from_args(args), **scenario.settings_from_args(args)}
     if args.out is not None:
-        failed = args.failed_out or args.out.parent.parent / "failed" / args.out.name
+        failed = args.failed_out or paths.failed_beside(args.out)
         tasks = [run.Task(cells[0], args.out, failed, scenario.task_inputs(args, cells[0]))]
     else:
-        failed_dir = args.out_dir.parent / Path(FAILED).name
+        failed_dir = paths.failed_dir_beside(args.out_dir)
         tasks = [run.Task(cell, args.out_dir / f"{cell.id}.json", failed_dir / f"{cell.id}.json",
                           scenario.task_inputs(args, cell)) for cell in cells]
     return run.run(tasks, measurement, process_start)

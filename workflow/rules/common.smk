@@ -10,6 +10,7 @@ sys.path.insert(0, SRC)
 from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 from dlbench import config as dlbench_config
+from dlbench import paths
 from dlbench import settings as measurement_settings
 from dlbench.matrix import expand_cells, group_outputs
 
@@ -239,11 +240,10 @@ def reference_mem_mb(wildcards, attempt):
 # The machine's limits, measured by peak.smk: one GEMM peak per device and precision of
 # the cells that can run, at the measurement's thread count; the report reads them.
 from dlbench.optimizations import precision_of
-from dlbench.peak import peak_path
 
 PEAK_KEYS = sorted({(cell.device, precision_of(cell.optimization, None))
                     for cell in CELLS.values() if cell.unsupported_reason() is None})
-PEAKS = [peak_path(device, precision, MEASUREMENT["threads"])
+PEAKS = [paths.peak(device, precision, MEASUREMENT["threads"])
          for device, precision in PEAK_KEYS]
 
 

@@ -15,9 +15,9 @@ if SINGLE:
             # The shared files the cell reads (see reference.smk).
             unpack(cell_inputs),
         output:
-            "results/runs/{cell}.json",
+            paths.result("{cell}"),
         log:
-            "logs/runs/{cell}.log",
+            paths.cell_log("{cell}"),
         wildcard_constraints:
             cell=alternatives(cell.id for cell in SINGLE),
         params:
@@ -38,7 +38,7 @@ if SINGLE:
         shell:
             "PYTHONPATH={params.src:q} {params.python:q} -m dlbench run {params.args}"
             " {params.reference} --out {output:q}"
-            " --failed-out results/failed/{wildcards.cell}.json > {log:q} 2>&1"
+            " --failed-out " + paths.failed("{wildcards.cell}") + " > {log:q} 2>&1"
 
 
 if GROUPS:
@@ -50,7 +50,7 @@ if GROUPS:
             # One per size of the group: results/runs/{head}_<sizes>_{tail}.json.
             GROUP_OUTPUTS,
         log:
-            "logs/groups/{head}_{tail}.log",
+            paths.group_log("{head}_{tail}"),
         wildcard_constraints:
             head=alternatives(GROUP_HEADS),
             tail=alternatives(GROUP_TAILS),
@@ -68,4 +68,4 @@ if GROUPS:
             cell_env
         shell:
             "PYTHONPATH={params.src:q} {params.python:q} -m dlbench run {params.args}"
-            " {params.reference} --out-dir results/runs > {log:q} 2>&1"
+            " {params.reference} --out-dir " + paths.RUNS + " > {log:q} 2>&1"

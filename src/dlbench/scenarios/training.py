@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from dlbench import paths
 from dlbench.data import pipeline as pipelines
 from dlbench.models.vision import MODELS as CNNS
 from dlbench.models.vision import get_cnn, initial_weights
@@ -152,9 +153,7 @@ class Training(OptimizerSettings, Scenario):
     # -- the data set ----------------------------------------------------------------------
 
     def inputs(self, cell: "Cell") -> dict[str, str]:
-        from dlbench.data import FOLDER
-
-        return {"data": f"{FOLDER}/{cell.size('dataset')}"}
+        return {"data": paths.dataset(cell.size("dataset"))}
 
     def input_args(self, cells: list["Cell"], inputs: dict, group: bool) -> list[str]:
         return [f"--data={inputs['data'][0]}"] if "data" in inputs.keys() else []
