@@ -102,7 +102,7 @@ class Cell:
         the default, so that inference cells keep their v1 command lines)."""
         scenario = [] if self.scenario == DEFAULT_SCENARIO else [f"--scenario={self.scenario}"]
         return [*scenario, f"--framework={self.framework}", f"--model={self.model}",
-                f"--device={self.device}", *(f"--{name}={value}" for name, value in self.sizes),
+                f"--device={self.device}", *self.spec.axes_codec().to_args(dict(self.sizes)),
                 f"--optimization={self.optimization}", *self._protocol_args()]
 
     def group_cli_args(self, cells: list["Cell"]) -> list[str]:
@@ -110,13 +110,24 @@ class Cell:
         scenario = [] if self.scenario == DEFAULT_SCENARIO else [f"--scenario={self.scenario}"]
         args = [*scenario, f"--framework={self.framework}", f"--model={self.model}",
                 f"--device={self.device}", f"--optimization={self.optimization}"]
-        for name, _ in self.sizes:
-            values = list(dict.fromkeys(cell.size(name) for cell in cells))
-            args += [f"--{name}", *map(str, values)]
-        return args + self._protocol_args()
+        sizes = {name: list(dict.fromkeys(cell.size(name) for cell in cells))
+                 for name, _ in self.sizes}
+        return args + self.spec.axes_codec().to_args(sizes) + self._protocol_args()
 
 
 DEFAULT_SCENARIO = "inference"
+
+
+def job_args(cells: list[Cell], grouped: bool, config: dict) -> list[str]:
+    """The `dlbench run` options of one job of a validated config: its cell's names and
+    sizes (a group's: each size option lists its values), its scenario's settings, then
+    the measurement settings."""
+    from dlbench import settings
+
+    first = cells[0]
+    names = first.group_cli_args(cells) if grouped else first.cli_args()
+    return (names + first.spec.setting_args(config[first.scenario], first)
+            + settings.to_args(config["measurement"]))
 
 
 def expand_cells(config: dict) -> list[Cell]:

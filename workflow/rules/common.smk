@@ -11,8 +11,7 @@ from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 from dlbench import config as dlbench_config
 from dlbench import paths
-from dlbench import settings as measurement_settings
-from dlbench.matrix import expand_cells, group_outputs
+from dlbench.matrix import expand_cells, group_outputs, job_args
 
 # `--config` values arrive as strings: read them as YAML, like a config file's.
 dlbench_config.type_command_line(config, workflow.config_settings.overwrite_config)
@@ -73,10 +72,7 @@ def job_cells(wildcards):
 def cell_args(wildcards):
     """The `dlbench run` options of one cell, or of a group's cells (each size option then
     lists its values)."""
-    cells = job_cells(wildcards)
-    names = cells[0].cli_args() if "cell" in wildcards.keys() else cells[0].group_cli_args(cells)
-    scenario = cells[0].spec.setting_args(SETTINGS[cells[0].scenario], cells[0])
-    return " ".join(names + scenario + measurement_settings.to_args(MEASUREMENT))
+    return " ".join(job_args(job_cells(wildcards), "cell" not in wildcards.keys(), SETTINGS))
 
 
 def job_device(wildcards):
