@@ -8,6 +8,9 @@
 # The shell commands and params are those of v1 for inference cells: Snakemake compares
 # them with what it recorded, and a change would measure every finished cell again.
 
+# Where a cell's record goes if it crashes or times out (dlbench.paths, as a pattern).
+FAILED_OUT = paths.failed("{wildcards.cell}")
+
 if SINGLE:
 
     rule measure_cell:
@@ -38,7 +41,7 @@ if SINGLE:
         shell:
             "PYTHONPATH={params.src:q} {params.python:q} -m dlbench run {params.args}"
             " {params.reference} --out {output:q}"
-            " --failed-out " + paths.failed("{wildcards.cell}") + " > {log:q} 2>&1"
+            f" --failed-out {FAILED_OUT} > {{log:q}} 2>&1"
 
 
 if GROUPS:
@@ -68,4 +71,4 @@ if GROUPS:
             cell_env
         shell:
             "PYTHONPATH={params.src:q} {params.python:q} -m dlbench run {params.args}"
-            " {params.reference} --out-dir " + paths.RUNS + " > {log:q} 2>&1"
+            f" {{params.reference}} --out-dir {paths.RUNS} > {{log:q}} 2>&1"
