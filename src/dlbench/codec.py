@@ -43,9 +43,6 @@ class Codec:
         self.context = context  # before each option's help: "training: "
         self.many = many  # each option takes one value or several (a group's sizes)
 
-    def __iter__(self):
-        return iter(self.properties)
-
     # -- config → command line ---------------------------------------------------------------
 
     def to_args(self, values: dict, cell: "Cell | None" = None) -> list[str]:
