@@ -52,5 +52,5 @@ def summarize_failed_run(cells: Iterable[Cell], settings: dict, notebook: Path) 
     stamp = min(path.stat().st_mtime for path in files) - 1
     for path in OUTPUTS:
         os.utime(path, (stamp, stamp))
-    print("Some cells failed: report/report.html shows them as errors with the reason; "
+    print(f"Some cells failed: {paths.REPORT} shows them as errors with the reason; "
           "run the same command again to retry only those cells.")
