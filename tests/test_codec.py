@@ -10,7 +10,8 @@ import jsonschema
 import pytest
 
 from dlbench import cli, codec, config, scenarios, settings
-from dlbench.matrix import expand_cells, job_args
+from dlbench.jobs import job_args
+from dlbench.matrix import expand_cells
 from dlbench.scenarios.train_step import TrainStep
 from tests.conftest import TINY_CONFIG
 

@@ -19,12 +19,15 @@ Keys of the schema that steer the codec:
 """
 
 import argparse
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import jsonschema
 
-if TYPE_CHECKING:
-    from dlbench.matrix import Cell
+
+class HasSizes(Protocol):
+    """What the codec asks of a cell (dlbench.matrix.Cell): its value of a size axis."""
+
+    def size(self, axis: str) -> int | str: ...
 
 PYTHON_TYPES = {"integer": int, "number": float, "string": str}
 
@@ -45,7 +48,7 @@ class Codec:
 
     # -- config → command line ---------------------------------------------------------------
 
-    def to_args(self, values: dict, cell: "Cell | None" = None) -> list[str]:
+    def to_args(self, values: dict, cell: HasSizes | None = None) -> list[str]:
         """The options carrying `values` (a config section, a cell's sizes), in the
         declared order; a name missing from `values` is left to `dlbench run`'s default."""
         args = []
@@ -55,7 +58,7 @@ class Codec:
             args += self._encode(name, spec, self._cell_value(name, values[name], cell))
         return args
 
-    def _cell_value(self, name: str, value: Any, cell: "Cell | None") -> Any:
+    def _cell_value(self, name: str, value: Any, cell: HasSizes | None) -> Any:
         """A per-axis setting's value for the cell (its key's default where the config
         leaves it out); any other value as it is."""
         axis = self.properties[name].get("x-per-axis")
@@ -121,7 +124,7 @@ class Codec:
 
     # -- command line → typed settings --------------------------------------------------------
 
-    def from_args(self, args: argparse.Namespace, cell: "Cell | None" = None) -> dict:
+    def from_args(self, args: argparse.Namespace, cell: HasSizes | None = None) -> dict:
         """The settings as `dlbench run` parsed them, typed; a per-axis setting not given
         is the default of the cell's axis value."""
         values = {}

@@ -118,18 +118,6 @@ class Cell:
 DEFAULT_SCENARIO = "inference"
 
 
-def job_args(cells: list[Cell], grouped: bool, config: dict) -> list[str]:
-    """The `dlbench run` options of one job of a validated config: its cell's names and
-    sizes (a group's: each size option lists its values), its scenario's settings, then
-    the measurement settings."""
-    from dlbench import settings
-
-    first = cells[0]
-    names = first.group_cli_args(cells) if grouped else first.cli_args()
-    return (names + first.spec.setting_args(config[first.scenario], first)
-            + settings.to_args(config["measurement"]))
-
-
 def expand_cells(config: dict) -> list[Cell]:
     """Every cell of a validated config: each scenario's section, in config order."""
     cells = []

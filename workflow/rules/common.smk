@@ -11,7 +11,8 @@ from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 from dlbench import config as dlbench_config
 from dlbench import paths
-from dlbench.matrix import expand_cells, group_outputs, job_args
+from dlbench.jobs import job_args
+from dlbench.matrix import expand_cells, group_outputs
 
 # `--config` values arrive as strings: read them as YAML, like a config file's.
 dlbench_config.type_command_line(config, workflow.config_settings.overwrite_config)
