@@ -29,6 +29,6 @@ include: "workflow/rules/compare.smk"
 
 rule all:
     input:
-        "report/report.html",
+        paths.REPORT,
         COMPARE_OUTPUTS,
     default_target: True

@@ -8,10 +8,9 @@ from tests.conftest import TINY_CONFIG, tiny_config
 
 
 def parse(measurement_args: list[str]):
-    return cli._parser().parse_args(["run", "--framework=pytorch", "--model=tiny-bert",
-                                     "--device=cpu", "--batch=1", "--seqlen=8",
-                                     "--optimization=eager", "--out=x.json",
-                                     *measurement_args])
+    return cli.parse_args(["run", "--framework=pytorch", "--model=tiny-bert", "--device=cpu",
+                           "--batch=1", "--seqlen=8", "--optimization=eager", "--out=x.json",
+                           *measurement_args])
 
 
 @pytest.mark.parametrize("measurement", [

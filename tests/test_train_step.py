@@ -74,10 +74,9 @@ def test_inputs_are_the_shared_weights_and_reference_of_inference():
                     "--reference=results/reference/tiny-gpt2/b4_s32.npz"]
 
 
-def _run_args(scenario_args: list[str]):
-    return cli._parser().parse_args(["run", "--framework=pytorch", "--model=tiny-bert",
-                                     "--device=cpu", "--optimization=eager", "--out=x.json",
-                                     *scenario_args])
+def _run_args(scenario_args: list[str], model: str = "tiny-bert"):
+    return cli.parse_args(["run", "--framework=pytorch", f"--model={model}", "--device=cpu",
+                           "--optimization=eager", "--out=x.json", *scenario_args])
 
 
 @pytest.mark.parametrize(("optimizer", "rate"), [("adam", 0.005), ("sgd", 0.01)])
@@ -88,19 +87,25 @@ def test_learning_rates_travel_from_the_config_to_the_cell(optimizer, rate):
     assert args == [f"--learning-rate={rate}"]
     parsed = _run_args(["--scenario=train_step", "--batch=2", "--seqlen=16",
                         f"--optimizer={optimizer}", *args])
-    assert c.spec.settings_from_args(parsed) == {"learning_rate": rate}
-    assert get("training").settings_from_args(parsed) == {}  # another scenario's cell
+    assert cli.run_cells(parsed) == [c]
+    assert c.spec.settings_from_args(parsed, c) == {"learning_rate": rate}
 
 
-def test_training_keeps_its_settings_beside_train_steps():
-    """Both scenarios declare the learning rate: one option, each its own settings."""
+def test_each_scenario_parses_its_own_settings():
+    """Both scenarios declare the learning rate, each its own settings; `dlbench run`
+    parses the options of the scenario it names, not another's."""
     parsed = _run_args(["--scenario=training", "--batch=8", "--dataset=digits",
-                        "--pipeline=memory", "--optimizer=adam", "--epochs=3"])
-    assert get("training").settings_from_args(parsed)["learning_rate"] == 0.001
-    assert get("training").settings_from_args(parsed)["epochs"] == 3
+                        "--pipeline=memory", "--optimizer=adam", "--epochs=3"], model="cnn")
+    training = cli.run_cells(parsed)[0]
+    assert get("training").settings_from_args(parsed, training)["learning_rate"] == 0.001
+    assert get("training").settings_from_args(parsed, training)["epochs"] == 3
     parsed = _run_args(["--scenario=train_step", "--batch=2", "--seqlen=16",
                         "--optimizer=sgd"])
-    assert get("train_step").settings_from_args(parsed) == {"learning_rate": 0.01}
+    step = cli.run_cells(parsed)[0]
+    assert get("train_step").settings_from_args(parsed, step) == {"learning_rate": 0.01}
+    with pytest.raises(SystemExit):
+        _run_args(["--scenario=train_step", "--batch=2", "--seqlen=16", "--optimizer=sgd",
+                   "--epochs=3"])
 
 
 def test_a_bad_learning_rate_is_a_config_error():

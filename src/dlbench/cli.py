@@ -7,39 +7,49 @@ import sys
 import time
 from pathlib import Path
 
-from dlbench import result, scenarios, settings
+from dlbench import paths, result, scenarios, settings
 from dlbench.axes import DEVICES, FRAMEWORKS
-from dlbench.matrix import DEFAULT_SCENARIO, FAILED, Cell
+from dlbench.matrix import DEFAULT_SCENARIO, Cell
 from dlbench.optimizations import PRECISIONS
 
 
-def _parser() -> argparse.ArgumentParser:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, `dlbench run`'s with the options of the scenario it names."""
+    return _parser(_scenario_named(sys.argv[1:] if argv is None else argv)).parse_args(argv)
+
+
+def _scenario_named(argv: list[str]) -> str:
+    """The scenario that a `dlbench run` command line names (the default where it names
+    none, or one that is not registered: the full parser then says so)."""
+    first = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    first.add_argument("--scenario", default=DEFAULT_SCENARIO)
+    named = first.parse_known_args(argv)[0].scenario
+    return named if named in scenarios.scenarios() else DEFAULT_SCENARIO
+
+
+def _parser(scenario_name: str = DEFAULT_SCENARIO) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dlbench", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
-    registered = scenarios.scenarios().values()
+    scenario = scenarios.get(scenario_name)
 
     run = commands.add_parser(
         "run", help="measure one cell, or a group of cells in one process, and write their "
-        "JSONs")
+        "JSONs", description="Measure one cell, or a group of cells in one process. The "
+        f"sizes, settings and inputs below are those of scenario {scenario.name}; "
+        "`dlbench run --scenario=NAME --help` lists another's.")
     run.add_argument("--scenario", default=DEFAULT_SCENARIO,
-                     choices=[s.name for s in registered])
+                     choices=list(scenarios.scenarios()))
     run.add_argument("--framework", required=True, choices=FRAMEWORKS)
-    run.add_argument("--model", required=True,
-                     choices=list(dict.fromkeys(m for s in registered for m in s.models())))
+    run.add_argument("--model", required=True, choices=scenario.models())
     run.add_argument("--device", required=True, choices=DEVICES)
-    run.add_argument("--optimization", required=True, choices=list(dict.fromkeys(
-        o for s in registered for o in s.optimizations())))
-    axes = {axis.name: axis for s in registered for axis in s.axes}
-    for axis in axes.values():
-        run.add_argument(f"--{axis.name}", type=_axis_value(axis), nargs="+",
-                         help=f"{axis.description}: one value, or several (see --out-dir)")
+    run.add_argument("--optimization", required=True, choices=scenario.optimizations())
+    scenario.axes_codec().add_options(run)
     settings.add_options(run)
     run.add_argument("--protocol", type=int,
                      help="the revision of how the cells are measured, as the workflow "
                      "expects it (checked: this dlbench measures each cell one way only)")
-    for scenario in registered:
-        scenario.add_input_options(run)
-        scenario.add_setting_options(run)
+    scenario.add_input_options(run)
+    scenario.add_setting_options(run)
     out = run.add_mutually_exclusive_group(required=True)
     out.add_argument("--out", type=Path, help="the result JSON of one cell")
     out.add_argument("--out-dir", type=Path,
@@ -128,34 +138,25 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _axis_value(axis: scenarios.Axis):
-    def parse(text: str):
-        try:
-            return axis.parse(text)
-        except ValueError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-
-    parse.__name__ = axis.name
-    return parse
-
-
-def _run(args: argparse.Namespace, process_start: float) -> int:
+def run_cells(args: argparse.Namespace) -> list[Cell]:
+    """The cells a `dlbench run` command line names: every combination of its sizes."""
     import itertools
 
-    from dlbench.launch import run
-
     scenario = scenarios.get(args.scenario)
-    for name, known in (("model", scenario.models()), ("optimization", scenario.optimizations())):
-        if getattr(args, name) not in known:
-            sys.exit(f"dlbench run: {name} {getattr(args, name)!r} does not belong to scenario "
-                     f"{scenario.name!r}; its {name}s: {', '.join(known)}")
     missing = [f"--{a.name}" for a in scenario.axes if getattr(args, a.name) is None]
     if missing:
         sys.exit(f"dlbench run: scenario {scenario.name!r} needs {' and '.join(missing)}")
     names = [axis.name for axis in scenario.axes]
-    cells = [Cell(scenario.name, args.framework, args.model, args.device, args.optimization,
-                  tuple(zip(names, sizes, strict=True)))
-             for sizes in itertools.product(*(getattr(args, name) for name in names))]
+    return [Cell(scenario.name, args.framework, args.model, args.device, args.optimization,
+                 tuple(zip(names, sizes, strict=True)))
+            for sizes in itertools.product(*(getattr(args, name) for name in names))]
+
+
+def _run(args: argparse.Namespace, process_start: float) -> int:
+    from dlbench.launch import run
+
+    scenario = scenarios.get(args.scenario)
+    cells = run_cells(args)
     wrong = [c.id for c in cells if args.protocol is not None and c.protocol() != args.protocol]
     if wrong:
         sys.exit(f"dlbench run: {wrong[0]} is measured with protocol {cells[0].protocol()} by "
@@ -167,12 +168,13 @@ def _run(args: argparse.Namespace, process_start: float) -> int:
     if args.out_dir is not None and (getattr(args, "reference", None) or args.failed_out):
         sys.exit("dlbench run: --reference and --failed-out name one cell's files; with "
                  "--out-dir, give --reference-dir (failed records go to ../failed)")
-    measurement = {**settings.from_args(args), **scenario.settings_from_args(args)}
+    measurement = scenario.measurement_settings(
+        {**settings.from_args(args), **scenario.settings_from_args(args, cells[0])})
     if args.out is not None:
-        failed = args.failed_out or args.out.parent.parent / "failed" / args.out.name
+        failed = args.failed_out or paths.failed_beside(args.out)
         tasks = [run.Task(cells[0], args.out, failed, scenario.task_inputs(args, cells[0]))]
     else:
-        failed_dir = args.out_dir.parent / Path(FAILED).name
+        failed_dir = paths.failed_dir_beside(args.out_dir)
         tasks = [run.Task(cell, args.out_dir / f"{cell.id}.json", failed_dir / f"{cell.id}.json",
                           scenario.task_inputs(args, cell)) for cell in cells]
     return run.run(tasks, measurement, process_start)
@@ -233,7 +235,7 @@ def _list() -> int:
 
 def main(argv: list[str] | None = None) -> int:
     process_start = _process_start()
-    args = _parser().parse_args(argv)
+    args = parse_args(argv)
     if args.command == "run":
         return _run(args, process_start)
     if args.command == "aggregate":

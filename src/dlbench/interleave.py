@@ -24,7 +24,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from dlbench import result
+from dlbench import paths, result
 from dlbench.report import SRC
 
 REPO = SRC.parent
@@ -124,7 +124,7 @@ def _redirected(job: Job, folder: Path) -> list[str]:
     for word in out:
         if word in ("--out", "--failed-out", "--out-dir"):
             value = Path(next(out))
-            place = folder / ("failed" if word == "--failed-out" else "runs")
+            place = folder / (paths.FAILED_NAME if word == "--failed-out" else paths.RUNS_NAME)
             argv += [word, str(place if word == "--out-dir" else place / value.name)]
         elif word.startswith(("--out=", "--failed-out=", "--out-dir=")):
             raise InterleaveError(f"unexpected form of {word!r} in a workflow's command")
@@ -157,7 +157,8 @@ def run(baseline: Path, new: Path, work: Path, rounds: int,
                 done = subprocess.run(_redirected(job, folder), cwd=one.work,
                                       env={**os.environ, **job.env},
                                       capture_output=True, text=True)
-                if done.returncode != 0 and not (folder / "runs" / f"{cells[0]}.json").exists():
+                written = folder / paths.RUNS_NAME / f"{cells[0]}.json"
+                if done.returncode != 0 and not written.exists():
                     raise InterleaveError(f"{one.name}: {' '.join(cells)} failed:\n"
                                           + (done.stderr or done.stdout)[-3000:])
     run_id = uuid.uuid4().hex
@@ -171,16 +172,16 @@ def combine(one: Side, rounds: int, run_id: str) -> None:
     some round keeps that round's record (its status and reason)."""
     from dlbench.matrix import Cell
 
-    out = one.results / "runs"
+    out = one.results / paths.RUNS_NAME
     out.mkdir(parents=True, exist_ok=True)
     for old in out.glob("*.json"):
         old.unlink()  # an earlier interleaved run's cells are not this run's
     names = sorted({p.name for r in range(rounds)
-                    for p in (one.work / "rounds" / str(r) / "runs").glob("*.json")})
+                    for p in (one.work / "rounds" / str(r) / paths.RUNS_NAME).glob("*.json")})
     for name in names:
-        records = [result.read(one.work / "rounds" / str(r) / "runs" / name)
+        records = [result.read(one.work / "rounds" / str(r) / paths.RUNS_NAME / name)
                    for r in range(rounds)
-                   if (one.work / "rounds" / str(r) / "runs" / name).is_file()]
+                   if (one.work / "rounds" / str(r) / paths.RUNS_NAME / name).is_file()]
         failed = [r for r in records if r["status"] != "ok"]
         record = failed[0] if failed or len(records) < rounds else \
             Cell.from_params(records[0]["params"]).spec.combine(records)

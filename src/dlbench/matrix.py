@@ -11,9 +11,7 @@ A cell that cannot apply is still a cell: it is recorded as `unsupported` with t
 
 from dataclasses import dataclass
 
-from dlbench import scenarios
-
-RUNS, FAILED = "results/runs", "results/failed"
+from dlbench import paths, scenarios
 
 
 @dataclass(frozen=True)
@@ -63,16 +61,16 @@ class Cell:
     def log_path(self, process: str) -> str:
         """The log of the job that measures this cell."""
         if self.grouped(process):
-            return f"logs/groups/{self.group_id}.log"
-        return f"logs/runs/{self.id}.log"
+            return paths.group_log(self.group_id)
+        return paths.cell_log(self.id)
 
     @property
     def result_path(self) -> str:
-        return f"{RUNS}/{self.id}.json"
+        return paths.result(self.id)
 
     @property
     def failed_path(self) -> str:
-        return f"{FAILED}/{self.id}.json"
+        return paths.failed(self.id)
 
     def params(self) -> dict:
         return {"scenario": self.scenario, "framework": self.framework, "model": self.model,
@@ -104,7 +102,7 @@ class Cell:
         the default, so that inference cells keep their v1 command lines)."""
         scenario = [] if self.scenario == DEFAULT_SCENARIO else [f"--scenario={self.scenario}"]
         return [*scenario, f"--framework={self.framework}", f"--model={self.model}",
-                f"--device={self.device}", *(f"--{name}={value}" for name, value in self.sizes),
+                f"--device={self.device}", *self.spec.axes_codec().to_args(dict(self.sizes)),
                 f"--optimization={self.optimization}", *self._protocol_args()]
 
     def group_cli_args(self, cells: list["Cell"]) -> list[str]:
@@ -112,10 +110,9 @@ class Cell:
         scenario = [] if self.scenario == DEFAULT_SCENARIO else [f"--scenario={self.scenario}"]
         args = [*scenario, f"--framework={self.framework}", f"--model={self.model}",
                 f"--device={self.device}", f"--optimization={self.optimization}"]
-        for name, _ in self.sizes:
-            values = list(dict.fromkeys(cell.size(name) for cell in cells))
-            args += [f"--{name}", *map(str, values)]
-        return args + self._protocol_args()
+        sizes = {name: list(dict.fromkeys(cell.size(name) for cell in cells))
+                 for name, _ in self.sizes}
+        return args + self.spec.axes_codec().to_args(sizes) + self._protocol_args()
 
 
 DEFAULT_SCENARIO = "inference"
@@ -142,7 +139,7 @@ def group_outputs(cells: list[Cell]) -> tuple[list[str], list[str], list[str]]:
     if len(middles) > 1:
         raise ValueError("the grouped cells of this matrix have different sizes per group; "
                          "measure them with measurement.process: per_cell")
-    patterns = [f"{RUNS}/{{head}}_{middle}_{{tail}}.json" for middle in next(iter(middles), ())]
+    patterns = [paths.result(f"{{head}}_{middle}_{{tail}}") for middle in next(iter(middles), ())]
     heads = sorted({cell.head for cell in cells})
     tails = sorted({cell.tail for cell in cells})
     return patterns, heads, tails

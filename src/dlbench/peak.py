@@ -29,9 +29,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from dlbench import devices, env, result, theoretical
+from dlbench import devices, env, paths, result, theoretical
 
-FOLDER = "results/peak"
 # A CPU library that got less than this share of its threads' cores ran on a busy machine.
 BUSY_SHARE = 0.9
 KIND = "gemm_peak"
@@ -58,16 +57,6 @@ LIBRARIES = {
 }
 
 
-def peak_path(device: str, precision: str, threads: int) -> str:
-    """Where the workflow keeps the peak of a device, precision and thread count."""
-    return f"{FOLDER}/{device}_{precision}_t{threads}.json"
-
-
-def library_path(device: str, precision: str, threads: int, library: str) -> str:
-    """Where the workflow keeps one library's figure (joined into `peak_path`)."""
-    return f"{FOLDER}/libraries/{device}_{precision}_t{threads}_{library}.json"
-
-
 def libraries(device: str, frameworks=None) -> list[str]:
     """The libraries measured for a device: those of `frameworks` (default: all)."""
     return [key for key, lib in LIBRARIES.items() if device in lib.devices
@@ -76,7 +65,7 @@ def libraries(device: str, frameworks=None) -> list[str]:
 
 def library_paths(device: str, precision: str, threads: int | str, frameworks) -> list[str]:
     """The library records a peak is joined from: those of `frameworks` on the device."""
-    return [library_path(device, precision, threads, library)
+    return [paths.peak_library(device, precision, threads, library)
             for library in libraries(device, frameworks)]
 
 

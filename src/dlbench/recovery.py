@@ -10,16 +10,17 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from dlbench import aggregate, peak, report
+from dlbench import aggregate, paths, report
 from dlbench.matrix import Cell
 from dlbench.record import finish, new_record
 
-OUTPUTS = ("results/summary.parquet", "results/summary.csv", "report/report.html")
+# What the aggregate and report rules would have written.
+OUTPUTS = (paths.SUMMARY_PARQUET, paths.SUMMARY_CSV, paths.REPORT)
 
 
 def records(cells: Iterable[Cell], settings: dict, runs: Path, failed: Path) -> list[Path]:
     """One record file per cell; writes a failed record for each cell that has none."""
-    paths = []
+    found = []
     for cell in cells:
         done, kept = runs / Path(cell.result_path).name, failed / Path(cell.failed_path).name
         if not done.exists() and not kept.exists():
@@ -31,27 +32,25 @@ def records(cells: Iterable[Cell], settings: dict, runs: Path, failed: Path) -> 
                 f"(see {log})"
             )
             finish(record, kept)
-        paths.append(done if done.exists() else kept)
-    return paths
+        found.append(done if done.exists() else kept)
+    return found
 
 
 def summarize_failed_run(cells: Iterable[Cell], settings: dict, notebook: Path) -> None:
     """Summary and report if a cell failed; nothing after a plain interruption (Ctrl-C)."""
     cells = list(cells)
-    failed = Path("results/failed")
     if not any(Path(cell.failed_path).exists() for cell in cells):
         return
-    paths = records(cells, settings, Path("results/runs"), failed)
+    files = records(cells, settings, Path(paths.RUNS), Path(paths.FAILED))
     summary, csv, html = (Path(p) for p in OUTPUTS)
-    aggregate.aggregate(paths, summary, csv)
+    aggregate.aggregate(files, summary, csv)
     # The peaks measured so far (the report matches them to the cells' device, precision
     # and threads).
-    peaks = sorted(Path(peak.FOLDER).glob("*.json"))
-    report.render(notebook, summary, Path("logs/report.ipynb"), html, peaks)
+    report.render(notebook, summary, Path(paths.REPORT_NOTEBOOK), html, paths.peaks_measured())
     # Older than every record: they stand in for the aggregate and report rules' outputs
     # until a run completes, so the next run must see them as outdated and rebuild them.
-    stamp = min(path.stat().st_mtime for path in paths) - 1
+    stamp = min(path.stat().st_mtime for path in files) - 1
     for path in OUTPUTS:
         os.utime(path, (stamp, stamp))
-    print("Some cells failed: report/report.html shows them as errors with the reason; "
+    print(f"Some cells failed: {paths.REPORT} shows them as errors with the reason; "
           "run the same command again to retry only those cells.")

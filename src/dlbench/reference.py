@@ -22,23 +22,6 @@ from dlbench.optimizations import OPTIMIZATIONS
 FP32_EAGER = OPTIMIZATIONS["eager"]
 
 
-FOLDER = "results/reference"
-
-
-def weights_path(model: str) -> str:
-    """Where the workflow keeps a model's shared weights (the reference rules' output)."""
-    return f"{FOLDER}/{model}/model.safetensors"
-
-
-def output_name(batch: int, seqlen: int) -> str:
-    """The file name of a reference output in its model's folder (the reference rules')."""
-    return f"b{batch}_s{seqlen}.npz"
-
-
-def output_path(model: str, batch: int, seqlen: int) -> str:
-    return f"{FOLDER}/{model}/{output_name(batch, seqlen)}"
-
-
 @cache
 def _ops(threads: int):
     """PyTorch's inference operations on the CPU (once per process: thread pools are set

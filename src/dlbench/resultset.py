@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dlbench import aggregate, result
+from dlbench import aggregate, paths, result
 from dlbench.analysis.summary import derive
 
 SUMMARY_SUFFIXES = (".parquet", ".csv")
@@ -59,7 +59,7 @@ def _source(summary: Path, source) -> Path:
 
 
 def _folder(path: Path) -> ResultSet:
-    runs = path / "runs" if (path / "runs").is_dir() else path
+    runs = path / paths.RUNS_NAME if (path / paths.RUNS_NAME).is_dir() else path
     files = sorted(runs.glob("*.json"))
     if not files:
         raise ResultSetError(f"{path}: no results in it (expected {runs}/*.json, the files "

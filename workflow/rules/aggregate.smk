@@ -6,15 +6,15 @@ rule aggregate:
         results=[cell.result_path for cell in CELLS.values()],
         logs=report(measuring_logs, category="Logs of the measuring jobs"),
     output:
-        parquet="results/summary.parquet",
+        parquet=paths.SUMMARY_PARQUET,
         csv=report(
-            "results/summary.csv",
+            paths.SUMMARY_CSV,
             category="Summary",
             caption="../report/summary.rst",
         ),
-        provenance="results/provenance.json",
+        provenance=paths.PROVENANCE,
     log:
-        "logs/aggregate.log",
+        paths.AGGREGATE_LOG,
     params:
         src=SRC,
         python=PYTHON,

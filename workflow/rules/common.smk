@@ -10,7 +10,8 @@ sys.path.insert(0, SRC)
 from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 from dlbench import config as dlbench_config
-from dlbench import settings as measurement_settings
+from dlbench import paths
+from dlbench.jobs import job_args
 from dlbench.matrix import expand_cells, group_outputs
 
 # `--config` values arrive as strings: read them as YAML, like a config file's.
@@ -72,10 +73,7 @@ def job_cells(wildcards):
 def cell_args(wildcards):
     """The `dlbench run` options of one cell, or of a group's cells (each size option then
     lists its values)."""
-    cells = job_cells(wildcards)
-    names = cells[0].cli_args() if "cell" in wildcards.keys() else cells[0].group_cli_args(cells)
-    scenario = cells[0].spec.setting_args(SETTINGS[cells[0].scenario], cells[0])
-    return " ".join(names + scenario + measurement_settings.to_args(MEASUREMENT))
+    return " ".join(job_args(job_cells(wildcards), "cell" not in wildcards.keys(), SETTINGS))
 
 
 def job_device(wildcards):
@@ -239,11 +237,10 @@ def reference_mem_mb(wildcards, attempt):
 # The machine's limits, measured by peak.smk: one GEMM peak per device and precision of
 # the cells that can run, at the measurement's thread count; the report reads them.
 from dlbench.optimizations import precision_of
-from dlbench.peak import peak_path
 
 PEAK_KEYS = sorted({(cell.device, precision_of(cell.optimization, None))
                     for cell in CELLS.values() if cell.unsupported_reason() is None})
-PEAKS = [peak_path(device, precision, MEASUREMENT["threads"])
+PEAKS = [paths.peak(device, precision, MEASUREMENT["threads"])
          for device, precision in PEAK_KEYS]
 
 

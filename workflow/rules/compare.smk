@@ -3,7 +3,7 @@
 # another time, so its changes count only beyond compare's drift floor (for smaller ones,
 # `dlbench compare --interleave` measures both sides alternately).
 COMPARE_BASELINE = SETTINGS["compare"]["baseline"]
-COMPARE_OUTPUTS = ["report/compare.html", "report/compare.csv"] if COMPARE_BASELINE else []
+COMPARE_OUTPUTS = [paths.COMPARE_HTML, paths.COMPARE_CSV] if COMPARE_BASELINE else []
 
 if COMPARE_BASELINE and not Path(COMPARE_BASELINE).exists():
     raise WorkflowError(
@@ -20,15 +20,15 @@ if COMPARE_BASELINE:
         input:
             # This run's cells: the summary names their results/runs/*.json, which keep
             # the per-iteration samples (dlbench.resultset reads them from there).
-            summary="results/summary.parquet",
+            summary=paths.SUMMARY_PARQUET,
             notebook=workflow.source_path("../notebooks/compare.py"),
         output:
-            html=report("report/compare.html", category="Report",
+            html=report(paths.COMPARE_HTML, category="Report",
                         caption="../report/compare.rst"),
-            csv="report/compare.csv",
+            csv=paths.COMPARE_CSV,
         log:
-            notebook="logs/compare.ipynb",
-            log="logs/compare.log",
+            notebook=paths.COMPARE_NOTEBOOK,
+            log=paths.COMPARE_LOG,
         params:
             src=SRC,
             python=PYTHON,

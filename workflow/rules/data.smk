@@ -5,9 +5,9 @@
 
 rule dataset:
     output:
-        directory("results/data/{dataset}"),
+        directory(paths.dataset("{dataset}")),
     log:
-        "logs/data/{dataset}.log",
+        paths.dataset_log("{dataset}"),
     wildcard_constraints:
         dataset=alternatives(DATASETS) or "^$",
     params:

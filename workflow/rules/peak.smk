@@ -5,7 +5,7 @@
 # Its files are kept like the reference weights: measured once, read by every later report.
 # A library job holds the device's lock while it multiplies, as a timing cell does (and
 # asks for cpu_timing or the GPU, and the cells' SLURM resources, like one).
-from dlbench.peak import LIBRARIES, library_path, library_paths, peak_path
+from dlbench.peak import LIBRARIES, library_paths
 
 localrules:
     peak,
@@ -21,10 +21,10 @@ PEAK_FRAMEWORKS = {
 
 rule peak_library:
     output:
-        # The paths are dlbench.peak's, with the wildcards in them.
-        library_path("{device}", "{precision}", "{threads}", "{library}"),
+        # The paths are dlbench.paths', with the wildcards in them.
+        paths.peak_library("{device}", "{precision}", "{threads}", "{library}"),
     log:
-        "logs/peak/{device}_{precision}_t{threads}_{library}.log",
+        paths.peak_library_log("{device}", "{precision}", "{threads}", "{library}"),
     wildcard_constraints:
         device=peak_constraint(0),
         precision=peak_constraint(1),
@@ -53,9 +53,9 @@ rule peak:
     input:
         lambda w: library_paths(w.device, w.precision, w.threads, PEAK_FRAMEWORKS[w.device]),
     output:
-        peak_path("{device}", "{precision}", "{threads}"),
+        paths.peak("{device}", "{precision}", "{threads}"),
     log:
-        "logs/peak/{device}_{precision}_t{threads}.log",
+        paths.peak_log("{device}", "{precision}", "{threads}"),
     wildcard_constraints:
         device=peak_constraint(0),
         precision=peak_constraint(1),

@@ -7,9 +7,9 @@
 
 rule reference_weights:
     output:
-        "results/reference/{model}/model.safetensors",
+        paths.weights("{model}"),
     log:
-        "logs/reference/{model}_weights.log",
+        paths.weights_log("{model}"),
     wildcard_constraints:
         model=reference_constraint("model"),
     params:
@@ -30,11 +30,11 @@ rule reference_weights:
 
 rule reference_output:
     input:
-        weights="results/reference/{model}/model.safetensors",
+        weights=paths.weights("{model}"),
     output:
-        "results/reference/{model}/b{batch}_s{seqlen}.npz",
+        paths.reference_output("{model}", "{batch}", "{seqlen}"),
     log:
-        "logs/reference/{model}_b{batch}_s{seqlen}.log",
+        paths.reference_output_log("{model}", "{batch}", "{seqlen}"),
     wildcard_constraints:
         model=reference_constraint("model"),
         batch=reference_constraint("batch"),

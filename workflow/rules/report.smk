@@ -10,17 +10,17 @@ REPORT_SECTIONS = sorted(
 
 rule report:
     input:
-        summary="results/summary.parquet",
-        provenance="results/provenance.json",
+        summary=paths.SUMMARY_PARQUET,
+        provenance=paths.PROVENANCE,
         notebook=workflow.source_path("../notebooks/report.py"),
         sections=[workflow.source_path(f"../notebooks/sections/{n}") for n in REPORT_SECTIONS],
         # The machine's GEMM peaks of the cells' devices and precisions (peak.smk).
         peaks=PEAKS,
     output:
-        report("report/report.html", category="Report", caption="../report/report.rst"),
+        report(paths.REPORT, category="Report", caption="../report/report.rst"),
     log:
-        notebook="logs/report.ipynb",
-        log="logs/report.log",
+        notebook=paths.REPORT_NOTEBOOK,
+        log=paths.REPORT_LOG,
     params:
         src=SRC,
         python=PYTHON,

@@ -8,6 +8,9 @@
 # The shell commands and params are those of v1 for inference cells: Snakemake compares
 # them with what it recorded, and a change would measure every finished cell again.
 
+# Where a cell's record goes if it crashes or times out (dlbench.paths, as a pattern).
+FAILED_OUT = paths.failed("{wildcards.cell}")
+
 if SINGLE:
 
     rule measure_cell:
@@ -15,9 +18,9 @@ if SINGLE:
             # The shared files the cell reads (see reference.smk).
             unpack(cell_inputs),
         output:
-            "results/runs/{cell}.json",
+            paths.result("{cell}"),
         log:
-            "logs/runs/{cell}.log",
+            paths.cell_log("{cell}"),
         wildcard_constraints:
             cell=alternatives(cell.id for cell in SINGLE),
         params:
@@ -38,7 +41,7 @@ if SINGLE:
         shell:
             "PYTHONPATH={params.src:q} {params.python:q} -m dlbench run {params.args}"
             " {params.reference} --out {output:q}"
-            " --failed-out results/failed/{wildcards.cell}.json > {log:q} 2>&1"
+            f" --failed-out {FAILED_OUT} > {{log:q}} 2>&1"
 
 
 if GROUPS:
@@ -50,7 +53,7 @@ if GROUPS:
             # One per size of the group: results/runs/{head}_<sizes>_{tail}.json.
             GROUP_OUTPUTS,
         log:
-            "logs/groups/{head}_{tail}.log",
+            paths.group_log("{head}_{tail}"),
         wildcard_constraints:
             head=alternatives(GROUP_HEADS),
             tail=alternatives(GROUP_TAILS),
@@ -68,4 +71,4 @@ if GROUPS:
             cell_env
         shell:
             "PYTHONPATH={params.src:q} {params.python:q} -m dlbench run {params.args}"
-            " {params.reference} --out-dir results/runs > {log:q} 2>&1"
+            f" {{params.reference}} --out-dir {paths.RUNS} > {{log:q}} 2>&1"

@@ -15,10 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from dlbench.paths import MANIFEST
 from dlbench.result import write_json_atomic
-
-MANIFEST = "manifest.json"
-FOLDER = "results/data"
 
 
 @dataclass(frozen=True)
@@ -27,11 +25,6 @@ class Split:
 
     images: np.ndarray
     labels: np.ndarray
-
-
-def manifest_path(dataset: str) -> str:
-    """Where the workflow keeps a data set's manifest (the dataset rule's output)."""
-    return f"{FOLDER}/{dataset}/{MANIFEST}"
 
 
 def write(out: Path, name: str, classes: list[str], train: Split, test: Split,

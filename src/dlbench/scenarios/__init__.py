@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from dlbench.axes import FRAMEWORKS
+from dlbench.codec import Codec
 from dlbench.measure.stats import between_processes, relative_half_width, summarize
 
 if TYPE_CHECKING:
@@ -44,25 +45,13 @@ class Axis:
     pattern: str = "^[a-z0-9-]+$"  # … or the form they must have
 
     def schema(self) -> dict:
+        """Its values' JSON schema: the config's list items, and `dlbench run --<name>`'s
+        values (dlbench.codec)."""
         if self.type is int:
             return {"type": "integer", "minimum": 1}
         if self.choices:
             return {"type": "string", "enum": list(self.choices)}
         return {"type": "string", "pattern": self.pattern}
-
-    def parse(self, text: str) -> int | str:
-        """A value from the command line, checked as the config checks it."""
-        import re
-
-        if self.type is int:
-            if not text.isdigit() or int(text) < 1:
-                raise ValueError(f"{text} is not a positive integer")
-            return int(text)
-        if self.choices and text not in self.choices:
-            raise ValueError(f"{text!r} is not one of {', '.join(self.choices)}")
-        if not self.choices and not re.match(self.pattern, text):
-            raise ValueError(f"{text!r} does not have the form {self.pattern}")
-        return text
 
 
 class Scenario:
@@ -95,19 +84,34 @@ class Scenario:
 
     def settings_schema(self) -> dict:
         """JSON-schema properties (with defaults) of the section's keys that are settings of
-        every cell rather than axes (training: epochs, learning rates, …)."""
+        every cell rather than axes (training: epochs, learning rates, …): declared once,
+        carried to the cell's process by dlbench.codec."""
         return {}
+
+    def settings_codec(self) -> Codec:
+        return Codec(self.settings_schema(), context=f"{self.name}: ")
+
+    def axes_codec(self) -> Codec:
+        """The size axes as `dlbench run` options: one value per cell, several per group."""
+        return Codec({axis.name: {**axis.schema(), "description": axis.description}
+                      for axis in self.axes}, many=True)
 
     def setting_args(self, section: dict, cell: "Cell") -> list[str]:
         """`dlbench run` options carrying the section's settings to one cell's job."""
-        return []
+        return self.settings_codec().to_args(section, cell)
 
     def add_setting_options(self, parser) -> None:
         """Add the options that `setting_args` writes to `dlbench run`."""
+        self.settings_codec().add_options(parser)
 
-    def settings_from_args(self, args) -> dict:
+    def settings_from_args(self, args, cell: "Cell") -> dict:
         """The cell settings from `dlbench run`'s options (recorded with each cell)."""
-        return {}
+        return self.settings_codec().from_args(args, cell)
+
+    def measurement_settings(self, settings: dict) -> dict:
+        """What a cell is measured with, from its measurement and scenario settings (a
+        scenario may derive one from another)."""
+        return settings
 
     def validate(self, config: dict) -> list[str]:
         """Problems of a validated config that its schema cannot see (a missing folder)."""

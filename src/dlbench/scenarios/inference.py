@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dlbench import reference
+from dlbench import paths
 from dlbench.axes import FRAMEWORK_LABELS
 from dlbench.models import MODELS, ModelSpec, get_model
 from dlbench.optimizations import MIXED, OPTIMIZATIONS, PRECISIONS, Optimization
@@ -162,9 +162,9 @@ class Inference(Scenario):
     # -- the shared weights and reference outputs (dlbench.reference) ----------------------
 
     def inputs(self, cell: "Cell") -> dict[str, str]:
-        return {"weights": reference.weights_path(cell.model),
-                "reference": reference.output_path(cell.model, cell.size("batch"),
-                                                   cell.size("seqlen"))}
+        return {"weights": paths.weights(cell.model),
+                "reference": paths.reference_output(cell.model, cell.size("batch"),
+                                                    cell.size("seqlen"))}
 
     def input_args(self, cells: list["Cell"], inputs: dict, group: bool) -> list[str]:
         """The reference output of one cell, or the folder of a group's."""
@@ -190,8 +190,8 @@ class Inference(Scenario):
     def task_inputs(self, args, cell: "Cell") -> dict[str, str | None]:
         output = args.reference
         if args.reference_dir:
-            output = args.reference_dir / reference.output_name(cell.size("batch"),
-                                                                cell.size("seqlen"))
+            output = args.reference_dir / paths.reference_output_name(cell.size("batch"),
+                                                                      cell.size("seqlen"))
         return {"weights": args.weights and str(args.weights), "reference": output and str(output)}
 
     # -- measuring ---------------------------------------------------------------------------

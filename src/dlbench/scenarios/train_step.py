@@ -94,6 +94,7 @@ class TrainStep(OptimizerSettings, Scenario):
 
     inputs = Inference.inputs
     input_args = Inference.input_args
+    add_input_options = Inference.add_input_options
     task_inputs = Inference.task_inputs
 
     # -- measuring ---------------------------------------------------------------------------

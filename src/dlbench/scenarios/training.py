@@ -9,13 +9,13 @@ are fresh processes with seeds seed, seed + 1, …: their accuracies give the se
 spread that the frameworks' accuracies are compared with.
 """
 
-import argparse
 import statistics
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from dlbench import paths
 from dlbench.data import pipeline as pipelines
 from dlbench.models.vision import MODELS as CNNS
 from dlbench.models.vision import get_cnn, initial_weights
@@ -99,44 +99,9 @@ class Training(OptimizerSettings, Scenario):
                         "unprofiled ones", "type": "boolean", "default": False},
         }
 
-    def setting_args(self, section: dict, cell: "Cell") -> list[str]:
-        switches = [f"--{'' if section[key] else 'no-'}{key.replace('_', '-')}"
-                    for key in ("breakdown", "ablation", "cold_cache", "profile")]
-        return [f"--epochs={section['epochs']}", *super().setting_args(section, cell),
-                f"--target-accuracy={section['target_accuracy']}",
-                f"--accuracy-tolerance={section['accuracy_tolerance']}",
-                f"--seeds={section['seeds']}", *switches]
-
-    def add_setting_options(self, parser) -> None:
-        defaults = self.settings_schema()
-        parser.add_argument("--epochs", type=int, default=defaults["epochs"]["default"],
-                            help="training: epochs")
-        super().add_setting_options(parser)
-        parser.add_argument("--target-accuracy", type=float,
-                            default=defaults["target_accuracy"]["default"],
-                            help="training: the test accuracy timed as time to accuracy")
-        parser.add_argument("--accuracy-tolerance", type=float,
-                            default=defaults["accuracy_tolerance"]["default"],
-                            help="training: accuracy difference that still matches")
-        parser.add_argument("--seeds", type=int, default=defaults["seeds"]["default"],
-                            help="training: seeds (fresh processes) per cell, at least "
-                            "--repeats")
-        for key in ("breakdown", "ablation", "cold_cache", "profile"):
-            parser.add_argument(f"--{key.replace('_', '-')}",
-                                action=argparse.BooleanOptionalAction,
-                                default=defaults[key]["default"],
-                                help=f"training: {defaults[key]['description']}")
-
-    def settings_from_args(self, args) -> dict:
-        if args.scenario != self.name:
-            return {}
-        return {"epochs": args.epochs, **super().settings_from_args(args),
-                "target_accuracy": args.target_accuracy,
-                "accuracy_tolerance": args.accuracy_tolerance, "seeds": args.seeds,
-                # One process per seed: the run's repeats (measurement.repeats) are the seeds.
-                "repeats": max(args.repeats, args.seeds), "breakdown": args.breakdown,
-                "ablation": args.ablation, "cold_cache": args.cold_cache,
-                "profile": args.profile}
+    def measurement_settings(self, settings: dict) -> dict:
+        # One process per seed: the run's repeats (measurement.repeats) are the seeds.
+        return {**settings, "repeats": max(settings["repeats"], settings["seeds"])}
 
     def validate(self, config: dict) -> list[str]:
         if "cifar10" not in config[self.name]["datasets"]:
@@ -152,9 +117,7 @@ class Training(OptimizerSettings, Scenario):
     # -- the data set ----------------------------------------------------------------------
 
     def inputs(self, cell: "Cell") -> dict[str, str]:
-        from dlbench.data import FOLDER
-
-        return {"data": f"{FOLDER}/{cell.size('dataset')}"}
+        return {"data": paths.dataset(cell.size("dataset"))}
 
     def input_args(self, cells: list["Cell"], inputs: dict, group: bool) -> list[str]:
         return [f"--data={inputs['data'][0]}"] if "data" in inputs.keys() else []

@@ -1,0 +1,18 @@
+"""The `dlbench run` options of one measuring job of the workflow (common.smk's params):
+what names its cells, then their scenario's settings, then the measurement settings, each
+written by dlbench.codec. Snakemake compares them with what it recorded, so that a change
+measures finished cells again: the order and form are those the cells were measured with.
+"""
+
+from dlbench import settings
+from dlbench.matrix import Cell
+
+
+def job_args(cells: list[Cell], grouped: bool, config: dict) -> list[str]:
+    """The options of one job of a validated config: its cell's names and sizes (a
+    group's: each size option lists its values), its scenario's settings, then the
+    measurement settings."""
+    first = cells[0]
+    names = first.group_cli_args(cells) if grouped else first.cli_args()
+    return (names + first.spec.setting_args(config[first.scenario], first)
+            + settings.to_args(config["measurement"]))
