@@ -82,6 +82,20 @@ def headless_chrome(binary: str):
         driver.quit()
 
 
+PROFILE = ["--workflow-profile", str(REPO / "workflow" / "profiles" / "default")]
+
+
+@pytest.fixture(scope="session")
+def tiny_workflow(tmp_path_factory) -> Path:
+    """The real workflow run once on TINY_CONFIG, shared by the tests that read what it left
+    (tests/test_workflow.py, the faults under load). --cores 4 on this 2-core machine: the
+    measuring cells must still take turns for the device, which the faults test checks."""
+    workdir = tmp_path_factory.mktemp("tiny-matrix")
+    run = snakemake(workdir, TINY_CONFIG, *PROFILE, "--cores", "4")
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    return workdir
+
+
 @pytest.fixture
 def chromium() -> str:
     path = shutil.which("chromium")

@@ -19,11 +19,8 @@ PROFILE = ["--workflow-profile", str(REPO / "workflow" / "profiles" / "default")
 
 
 @pytest.fixture(scope="module")
-def workflow_run(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("tiny-matrix")
-    run = snakemake(workdir, TINY_CONFIG, *PROFILE, "--cores", "2")
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    return workdir
+def workflow_run(tiny_workflow):
+    return tiny_workflow
 
 
 @pytest.fixture(scope="module")
