@@ -1,5 +1,5 @@
 """What the training scenarios share about their optimizer: the axis (sgd, adam; see
-dlbench.training_recipes.OPTIMIZERS) and its setting, the learning rate of each optimizer
+dlbench.catalogue.optimizers.OPTIMIZERS) and its setting, the learning rate of each optimizer
 (config: `<section>.learning_rate.<optimizer>`; `dlbench run --learning-rate`).
 
 Not a scenario: a scenario with an optimizer axis inherits `OptimizerSettings` before
@@ -9,8 +9,8 @@ Not a scenario: a scenario with an optimizer axis inherits `OptimizerSettings` b
 import argparse
 from typing import TYPE_CHECKING
 
+from dlbench.catalogue.optimizers import OPTIMIZERS
 from dlbench.scenarios import Axis
-from dlbench.training_recipes import OPTIMIZERS
 
 if TYPE_CHECKING:
     from dlbench.matrix import Cell
