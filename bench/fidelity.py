@@ -39,14 +39,14 @@ THREADS, MIN_TIME_S, ROUNDS = 2, 2.0, 4
 def reference(framework: str, model: str, batch: int, seqlen: int, optimization: str,
               device: str = "cpu") -> float:
     """The median ms of the same step, timed by the reference timer (in this process)."""
+    from dlbench.catalogue import recipes
     from dlbench.frameworks import load_backend, load_ops
     from dlbench.models import get_model
-    from dlbench.optimizations import OPTIMIZATIONS
     from dlbench.scenarios.inference import prepare, token_ids
 
     backend = load_backend(framework, device, THREADS, 1)
     ops = load_ops(backend, "inference")
-    spec, recipe = get_model(model), OPTIMIZATIONS[optimization]
+    spec, recipe = get_model(model), recipes.optimization("inference", optimization, framework)
     backend.set_arithmetic(recipe.precision.name)  # as a dlbench cell does
     built = ops.build(spec, 0, recipe, None)
     inputs = ops.inputs(token_ids(spec, batch, seqlen, 0))

@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from dlbench import config
+from dlbench.catalogue.recipes import optimizations
 from dlbench.models import MODELS
-from dlbench.optimizations import OPTIMIZATIONS
 from tests.conftest import TINY_CONFIG, snakemake, tiny_config, tool_env
 
 
@@ -87,7 +87,7 @@ def test_unknown_nested_key():
         ("models", "bert-large", list(MODELS)),
         ("frameworks", "jax", ["pytorch", "tensorflow"]),
         ("devices", "tpu", ["cpu", "gpu"]),
-        ("optimizations", "tensorrt", list(OPTIMIZATIONS)),
+        ("optimizations", "tensorrt", list(optimizations("inference"))),
     ],
 )
 def test_unknown_name_lists_the_allowed_ones(key, bad, allowed):

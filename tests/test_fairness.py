@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from dlbench.optimizations import OPTIMIZATIONS, PRECISIONS
+from dlbench.catalogue.precisions import PRECISIONS
+from dlbench.catalogue.recipes import optimizations
 from dlbench.scenarios.inference import cell as Cell
 from tests.conftest import tool_env
 from tests.test_cli import run_cell
@@ -29,7 +30,7 @@ def python(code: str, timeout: int = 600, **env: str) -> dict:
 
 def test_tf32_is_a_precision_of_both_frameworks_on_gpus_only():
     for recipe in ("eager", "compile", "graph", "xla"):
-        assert OPTIMIZATIONS[f"{recipe}-tf32"].precision is PRECISIONS["tf32"]
+        assert optimizations("inference")[f"{recipe}-tf32"].precision is PRECISIONS["tf32"]
     tolerances = [PRECISIONS[p].tolerance for p in ("fp32", "tf32", "fp16")]
     assert tolerances == sorted(tolerances)  # between float32's and float16's
     reason = Cell("tensorflow", "tiny-bert", "cpu", 1, 8, "xla-tf32").unsupported_reason()
@@ -41,7 +42,7 @@ BACKEND = """
 import json
 from dlbench.frameworks import load_backend, load_ops
 from dlbench.models import get_model
-from dlbench.optimizations import OPTIMIZATIONS
+from dlbench.catalogue.recipes import optimizations; OPTIMIZATIONS = optimizations("inference")
 from dlbench.scenarios.inference import token_ids
 backend = load_backend({framework!r}, "cpu", 2, 1)
 found = {{p: backend.set_arithmetic(p) for p in ("tf32", "bf16", "fp32")}}
@@ -130,7 +131,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 from dlbench.frameworks import load_backend, load_ops
 from dlbench.models import get_model
-from dlbench.optimizations import OPTIMIZATIONS
+from dlbench.catalogue.recipes import optimizations; OPTIMIZATIONS = optimizations("inference")
 from dlbench.scenarios.inference import prepare, token_ids
 
 SDPA = torch.nn.functional.scaled_dot_product_attention
@@ -207,7 +208,7 @@ import torch
 from torch._inductor.utils import run_and_get_code
 from dlbench.frameworks import load_backend, load_ops
 from dlbench.models import get_model
-from dlbench.optimizations import OPTIMIZATIONS
+from dlbench.catalogue.recipes import optimizations; OPTIMIZATIONS = optimizations("inference")
 from dlbench.scenarios.inference import prepare, token_ids
 ops = load_ops(load_backend("pytorch", "cpu", 2, 1), "inference")
 spec = get_model("tiny-bert")
@@ -240,7 +241,7 @@ import json
 import torch
 from transformers.modeling_outputs import BaseModelOutput
 from dlbench.frameworks import load_backend, load_ops
-from dlbench.optimizations import OPTIMIZATIONS
+from dlbench.catalogue.recipes import optimizations; OPTIMIZATIONS = optimizations("inference")
 
 class Split(torch.nn.Module):  # a model that cannot compile to one graph
     def forward(self, x):

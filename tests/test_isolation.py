@@ -19,7 +19,7 @@ def test_tensorflow_cell_leaves_the_float32_policy():
     code = """
 from dlbench.frameworks import load_backend, load_ops
 from dlbench.models import get_model
-from dlbench.optimizations import OPTIMIZATIONS
+from dlbench.catalogue.recipes import optimizations; OPTIMIZATIONS = optimizations("inference")
 import tensorflow as tf
 ops = load_ops(load_backend("tensorflow", "cpu", 1, 1), "inference")
 ops.build(get_model("tiny-bert"), 0, OPTIMIZATIONS["eager-fp16"])
@@ -35,7 +35,7 @@ def test_pytorch_compile_cell_restores_the_environment():
 import os
 from dlbench.frameworks import load_backend, load_ops
 from dlbench.models import get_model
-from dlbench.optimizations import OPTIMIZATIONS
+from dlbench.catalogue.recipes import optimizations; OPTIMIZATIONS = optimizations("inference")
 from dlbench.scenarios.inference import prepare, token_ids
 os.environ["TRITON_CACHE_DIR"] = "/mine"
 ops = load_ops(load_backend("pytorch", "cpu", 1, 1), "inference")

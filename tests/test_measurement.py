@@ -229,13 +229,13 @@ def test_a_cell_that_never_reaches_its_target_is_flagged_with_what_it_reached():
 def test_recipes_that_record_cuda_graphs_warm_up_whatever_the_setting():
     """CUDA graphs are recorded on the call after the first: with warmup_iterations 0 the
     recording would land in the timed loop."""
+    from dlbench.catalogue.recipes import optimization
     from dlbench.measure.timing import PhaseClock, steady_state_and_output
-    from dlbench.optimizations import OPTIMIZATIONS
 
     for name in ("compile-reduce-overhead", "compile-max-autotune-bf16"):
-        assert OPTIMIZATIONS[name].recipe.min_warmup("gpu") >= 1
-        assert OPTIMIZATIONS[name].recipe.min_warmup("cpu") == 0
-    assert OPTIMIZATIONS["compile"].recipe.min_warmup("gpu") == 0
+        assert optimization("inference", name).recipe.min_warmup("gpu") >= 1
+        assert optimization("inference", name).recipe.min_warmup("cpu") == 0
+    assert optimization("inference", "compile").recipe.min_warmup("gpu") == 0
     calls = []
     settings = {"warmup_iterations": 0, "min_duration_s": 0.0, "min_iterations": 3}
     timing, output = steady_state_and_output(lambda: calls.append(1) or len(calls),

@@ -12,10 +12,12 @@ import numpy as np
 import pytest
 
 from dlbench import result
+from dlbench.catalogue import recipes
+from dlbench.catalogue.precisions import PRECISIONS
+from dlbench.catalogue.recipes import TEST_RECIPES_VARIABLE
 from dlbench.frameworks import cpu_precision_problem
 from dlbench.measure.correctness import compare, load_reference, save_reference
 from dlbench.models import MODELS
-from dlbench.optimizations import OPTIMIZATIONS, PRECISIONS, RECIPES, TEST_RECIPES_VARIABLE
 from dlbench.scenarios.inference import cell as Cell
 from tests.conftest import REPO, tool_env
 
@@ -65,27 +67,32 @@ def run_cell(tmp_path, references, framework, model, optimization, **env) -> dic
 
 def expected_problem(optimization: str) -> str | None:
     """Why this CPU cannot run the optimization's precision (bf16/fp16 need native units)."""
-    return cpu_precision_problem(OPTIMIZATIONS[optimization].precision.name)
+    return cpu_precision_problem(recipes.optimization("inference", optimization)
+                                 .precision.name)
 
 
 # -- the registry ------------------------------------------------------------------------
 
 
 def test_every_recipe_combines_with_its_precisions_under_config_friendly_names():
-    for recipe in RECIPES.values():
-        for precision in recipe.precisions:
-            name = recipe.name + PRECISIONS[precision].suffix
-            assert OPTIMIZATIONS[name].recipe is recipe
-            assert OPTIMIZATIONS[name].precision.name == precision
-    assert all(re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", name) for name in OPTIMIZATIONS)
+    for framework in ("pytorch", "tensorflow"):
+        for recipe in recipes.declared(framework):
+            if "inference" not in recipe.scenarios:
+                continue
+            for precision in recipe.precisions:
+                name = recipe.name + PRECISIONS[precision].suffix
+                known = recipes.optimization("inference", name, framework)
+                assert known.recipe is recipe and known.precision.name == precision
+    names = recipes.optimizations("inference")
+    assert all(re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", name) for name in names)
     assert {"eager", "torchscript", "compile", "compile-max-autotune", "compile-reduce-overhead",
             "eager-bf16", "eager-fp16", "compile-bf16", "graph", "xla", "xla-bf16",
-            "graph-fp16"} <= set(OPTIMIZATIONS)
+            "graph-fp16"} <= set(names)
 
 
 def test_the_planted_error_recipe_exists_only_for_the_tests():
-    code = ("from dlbench.optimizations import OPTIMIZATIONS; "
-            "print('planted-error' in OPTIMIZATIONS)")
+    code = ("from dlbench.catalogue.recipes import optimizations; "
+            "print('planted-error' in optimizations('inference'))")
     assert python("-c", code).stdout.strip() == "False"
     assert python("-c", code, **{TEST_RECIPES_VARIABLE: "1"}).stdout.strip() == "True"
     done = python("-m", "dlbench", "run", "--framework=pytorch", "--model=tiny-bert",
@@ -176,10 +183,10 @@ from pathlib import Path
 from dlbench.frameworks import load_backend, load_ops
 from dlbench.measure.correctness import compare, load_reference
 from dlbench.models import get_model
-from dlbench.optimizations import OPTIMIZATIONS
+from dlbench.catalogue.recipes import optimization
 from dlbench.scenarios.inference import prepare, token_ids
 backend = load_ops(load_backend("tensorflow", "cpu", 2, 1), "inference")
-eager = OPTIMIZATIONS["eager"]
+eager = optimization("inference", "eager", "tensorflow")
 root = Path({str(references)!r})
 for name in {MODELS_HERE!r}:
     spec = get_model(name)
@@ -233,7 +240,7 @@ def test_optimization_runs_checks_and_validates(tmp_path, references, framework,
         assert (record["status"], record["reason"]) == ("unsupported", problem)
         return
     assert record["status"] == "ok", record["reason"]
-    spec = OPTIMIZATIONS[optimization]
+    spec = recipes.optimization("inference", optimization, framework)
     assert record["optimization"]["recipe"] == spec.recipe.name
     assert record["optimization"]["precision"] == spec.precision.name
     timing = record["timing"]

@@ -16,10 +16,10 @@ import pandas as pd
 import pytest
 
 from dlbench import result
+from dlbench.catalogue.recipes import declared
 from dlbench.data import __main__ as data_cli
 from dlbench.data import pipeline as pipelines
 from dlbench.measure.training import efficiency, throughput
-from dlbench.training_recipes import RECIPES
 from tests.conftest import tool_env
 
 BATCH = 8
@@ -46,7 +46,7 @@ def run_script(code: str, timeout: int = 600, **env: str) -> dict:
 def recipes(framework: str) -> list[str]:
     """Every recipe of the framework (fp32), GPU-only ones included: the pipeline's layout
     is known without running the step."""
-    return [name for name, recipe in RECIPES.items() if framework in recipe.frameworks]
+    return [recipe.name for recipe in declared(framework) if "training" in recipe.scenarios]
 
 
 def test_the_variants_cover_every_kind_of_pipeline_the_grammar_allows():
@@ -68,7 +68,8 @@ from dlbench.data import read_manifest
 from dlbench.data.pipeline import parse, variants
 from dlbench.frameworks import load_backend, load_ops
 from dlbench.models.vision import MODELS, initial_weights
-from dlbench.training_recipes import OPTIMIZATIONS, OPTIMIZERS
+from dlbench.catalogue.optimizers import OPTIMIZERS
+from dlbench.catalogue.recipes import optimizations; OPTIMIZATIONS = optimizations("training")
 framework, recipes, manifest = {framework!r}, {recipes!r}, read_manifest({manifest!r})
 ops = load_ops(load_backend(framework, "cpu", 2, 1), "training")
 spec = MODELS["cnn"]
@@ -246,7 +247,8 @@ from dlbench.data.pipeline import parse
 from dlbench.frameworks import load_backend, load_ops
 from dlbench.measure.training import ablation
 from dlbench.models.vision import MODELS, initial_weights
-from dlbench.training_recipes import OPTIMIZATIONS, OPTIMIZERS
+from dlbench.catalogue.optimizers import OPTIMIZERS
+from dlbench.catalogue.recipes import optimizations; OPTIMIZATIONS = optimizations("training")
 backend = load_backend("tensorflow", "cpu", 2, 1)
 ops = load_ops(backend, "training")
 manifest, spec = read_manifest({manifest!r}), MODELS["cnn"]
@@ -288,7 +290,8 @@ from dlbench.data.pipeline import parse
 from dlbench.frameworks import load_backend, load_ops
 from dlbench.measure.training import ablation, run_step
 from dlbench.models.vision import MODELS, initial_weights
-from dlbench.training_recipes import OPTIMIZATIONS, OPTIMIZERS
+from dlbench.catalogue.optimizers import OPTIMIZERS
+from dlbench.catalogue.recipes import optimizations; OPTIMIZATIONS = optimizations("training")
 backend = load_backend("pytorch", "cpu", 2, 1)
 ops = load_ops(backend, "training")
 manifest, spec = read_manifest({manifest!r}), MODELS["cnn"]

@@ -11,9 +11,8 @@ from bs4 import BeautifulSoup
 from dlbench import provenance
 from dlbench.analysis import headline, memory, plots_size, scaling
 from dlbench.analysis.reproduce import reproduce
-from dlbench.optimizations import RECIPES
+from dlbench.catalogue import recipes
 from dlbench.report.page import LONG_WORDS, anchor, finish
-from dlbench.training_recipes import RECIPES as TRAINING_RECIPES
 from tests.test_analysis import cell, frame
 
 matplotlib.use("Agg")
@@ -103,9 +102,15 @@ def test_the_kind_of_a_recipe_comes_from_its_registry():
         ("inference", "graph"), ("inference", "xla"), ("training", "compile-step"),
         ("training", "graph-bf16"), ("train_step", "xla")}
     assert kinds["inference", "nonsense"] is None and kinds["echo", "eager"] is None
-    # A recipe named alike in both registries is of one kind.
-    for name in set(RECIPES) & set(TRAINING_RECIPES):
-        assert RECIPES[name].kind == TRAINING_RECIPES[name].kind, name
+    # A recipe named alike in several scenarios or frameworks is of one kind.
+    kinds_of: dict[str, set[str]] = {}
+    for scenario in ("inference", "training", "train_step"):
+        for name, known in recipes.optimizations(scenario).items():
+            for framework in known.frameworks:
+                kind = recipes.optimization(scenario, name, framework).recipe.kind
+                kinds_of.setdefault(name, set()).add(kind)
+    assert {"eager", "compile", "graph", "xla"} <= set(kinds_of)
+    assert {n: k for n, k in kinds_of.items() if len(k) > 1} == {}
 
 
 def test_each_framework_best_beside_the_winner():

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from dlbench.optimizations import OPTIMIZATIONS
+from dlbench.catalogue.recipes import optimizations
 from tests.conftest import REPO, headless_chrome
 
 SETUP = REPO / "scripts" / "setup.sh"
@@ -318,7 +318,7 @@ def read_tests(tests: list[Path], scripts: Path) -> Needs:
         if path.name in named and path != scripts / SETUP.name:
             read_shell(path, needs)
     compiled = sorted({c.removeprefix("--optimization=") for c in constants} & {
-        name for name, spec in OPTIMIZATIONS.items()
+        name for name, spec in optimizations("inference").items()
         if spec.recipe.compile_mode is not None and spec.recipe.gpu_only is None})
     if compiled:
         compiler, header = _inductor_needs()

@@ -53,7 +53,7 @@ import numpy as np
 from dlbench.frameworks import load_backend, load_ops
 from dlbench.data.synthetic import generate
 from dlbench.models.vision import MODELS, initial_weights
-from dlbench.training_recipes import OPTIMIZATIONS
+from dlbench.catalogue.recipes import optimizations; OPTIMIZATIONS = optimizations("training")
 ops = load_ops(load_backend({framework!r}, "cpu", 2, 1), "training")
 model = ops.build(MODELS["cnn"], initial_weights(MODELS["cnn"], 7), OPTIMIZATIONS["eager"])
 manifest = {{"mean": [0.4, 0.45, 0.5], "std": [0.2, 0.25, 0.3]}}

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from dlbench import paths, result, scenarios, settings
 from dlbench.axes import DEVICES, FRAMEWORKS
+from dlbench.catalogue.precisions import PRECISIONS
 from dlbench.matrix import DEFAULT_SCENARIO, Cell
-from dlbench.optimizations import PRECISIONS
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -200,8 +200,11 @@ def _check(path: Path) -> int:
 
 
 def _list() -> int:
+    from dlbench.catalogue.optimizers import OPTIMIZERS
+    from dlbench.data.pipeline import __doc__ as pipelines
     from dlbench.models import MODELS
-    from dlbench.optimizations import OPTIMIZATIONS
+    from dlbench.models.vision import MODELS as CNNS
+    from dlbench.scenarios.training import DATASETS
 
     print("scenarios:")
     for scenario in scenarios.scenarios().values():
@@ -210,27 +213,35 @@ def _list() -> int:
     for spec in MODELS.values():
         longest = spec.max_positions or "unbounded"
         print(f"  {spec.name:26} {spec.description} (max {longest} positions)")
-    print("optimizations (inference):")
-    for opt in OPTIMIZATIONS.values():
-        print(f"  {opt.name:26} {opt.description} [{', '.join(sorted(opt.frameworks))}]")
-    from dlbench.data.pipeline import __doc__ as pipelines
-    from dlbench.models.vision import MODELS as CNNS
-    from dlbench.scenarios.training import DATASETS
-    from dlbench.training_recipes import OPTIMIZATIONS as TRAINING
-    from dlbench.training_recipes import OPTIMIZERS
-
     print("models (training):")
     for cnn in CNNS.values():
         print(f"  {cnn.name:26} {cnn.description}")
-    print("optimizations (training):")
-    for opt in TRAINING.values():
-        print(f"  {opt.name:26} {opt.description} "
-              f"[{', '.join(sorted(opt.recipe.frameworks))}]")
+    print("precisions:")
+    for precision in PRECISIONS.values():
+        print(f"  {precision.name:26} {' '.join(precision.description.split())}")
+    _list_optimizations()
     print(f"data sets (training): {', '.join(DATASETS)}")
     print(f"optimizers (training): {', '.join(OPTIMIZERS)}")
     print("pipelines (training):" + pipelines.split(":", 1)[1].rstrip())
     print(f"frameworks: {', '.join(FRAMEWORKS)}\ndevices: {', '.join(DEVICES)}")
     return 0
+
+
+def _list_optimizations() -> None:
+    """Each scope's optimizations, with the frameworks that have them (one line per
+    framework where they describe a name differently)."""
+    from dlbench.catalogue import recipes
+
+    for scope in recipes.scopes():
+        print(f"optimizations ({', '.join(scope.scenarios)}):")
+        scenario = scope.scenarios[0]
+        for name, known in recipes.optimizations(scenario).items():
+            described: dict[str, list[str]] = {}
+            for framework in sorted(known.frameworks):
+                description = recipes.optimization(scenario, name, framework).description
+                described.setdefault(description, []).append(framework)
+            for description, frameworks in described.items():
+                print(f"  {name:26} {description} [{', '.join(frameworks)}]")
 
 
 def main(argv: list[str] | None = None) -> int:

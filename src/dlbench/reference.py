@@ -16,10 +16,13 @@ from functools import cache
 from pathlib import Path
 
 from dlbench import devices, env
+from dlbench.catalogue import recipes
 from dlbench.models import MODELS, get_model
-from dlbench.optimizations import OPTIMIZATIONS
 
-FP32_EAGER = OPTIMIZATIONS["eager"]
+
+def _fp32_eager() -> recipes.Optimization:
+    """What the reference runs: PyTorch eager in fp32 (on the CPU)."""
+    return recipes.optimization("inference", "eager", "pytorch")
 
 
 @cache
@@ -35,7 +38,7 @@ def _ops(threads: int):
 def write_weights(model: str, seed: int, out: Path, threads: int) -> None:
     with devices.exclusive("cpu"):
         ops = _ops(threads)
-        ops.save_weights(ops.build(get_model(model), seed, FP32_EAGER), out)
+        ops.save_weights(ops.build(get_model(model), seed, _fp32_eager()), out)
 
 
 def write_output(model: str, batch: int, seqlen: int, seed: int, weights: Path, out: Path,
@@ -47,8 +50,9 @@ def write_output(model: str, batch: int, seqlen: int, seed: int, weights: Path, 
     ids = token_ids(spec, batch, seqlen, seed)
     with devices.exclusive("cpu"):
         ops = _ops(threads)
-        built = ops.build(spec, seed, FP32_EAGER, weights)
-        output = ops.to_numpy(prepare(ops, built, ops.inputs(ids), FP32_EAGER)())
+        eager = _fp32_eager()
+        built = ops.build(spec, seed, eager, weights)
+        output = ops.to_numpy(prepare(ops, built, ops.inputs(ids), eager)())
     save_reference(out, output, ids, dict(spec.params))
 
 

@@ -236,9 +236,8 @@ def reference_mem_mb(wildcards, attempt):
 
 # The machine's limits, measured by peak.smk: one GEMM peak per device and precision of
 # the cells that can run, at the measurement's thread count; the report reads them.
-from dlbench.optimizations import precision_of
 
-PEAK_KEYS = sorted({(cell.device, precision_of(cell.optimization, None))
+PEAK_KEYS = sorted({(cell.device, cell.spec.precision(cell.optimization))
                     for cell in CELLS.values() if cell.unsupported_reason() is None})
 PEAKS = [paths.peak(device, precision, MEASUREMENT["threads"])
          for device, precision in PEAK_KEYS]

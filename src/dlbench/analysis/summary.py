@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from dlbench import scenarios as registry
-from dlbench.optimizations import precision_of
+from dlbench.catalogue.recipes import recorded_precision
 
 # Summaries written before scenarios existed hold inference cells only.
 DEFAULT_SCENARIO = "inference"
@@ -32,7 +32,7 @@ def derive(summary: pd.DataFrame) -> pd.DataFrame:
     """A copy of the summary with missing columns filled (NaN or NA) and these added:
 
     scenario      the cell's scenario ('inference' where the summary has none)
-    precision     the optimization's precision (fp32 where its name has no suffix)
+    precision     the optimization's precision (recorded, else the recipe registry's)
     timed         status ok with a median: the cell has a timing
     checked       the output was compared with a reference
     wrong_answer  checked, and outside its precision's tolerance (unchecked: not wrong); a
@@ -52,9 +52,9 @@ def derive(summary: pd.DataFrame) -> pd.DataFrame:
         frame["scenario"] = DEFAULT_SCENARIO
     frame["scenario"] = frame["scenario"].astype(object).where(frame["scenario"].notna(),
                                                                DEFAULT_SCENARIO)
-    frame["precision"] = [precision_of(o, p) for o, p in zip(
-        frame["optimization"], frame.get("optimization_precision", frame["optimization"]),
-        strict=True)]
+    frame["precision"] = [recorded_precision(s, o, p) for s, o, p in zip(
+        frame["scenario"], frame["optimization"],
+        frame.get("optimization_precision", frame["optimization"]), strict=True)]
     frame["timed"] = frame["status"].eq("ok") & frame["median_ms"].notna()
     # Measured under a profiler: its timing is not compared with unprofiled cells.
     frame["profiled"] = frame["profile_status"].notna() if "profile_status" in frame \

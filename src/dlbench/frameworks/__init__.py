@@ -5,15 +5,20 @@ pools, synchronization, device timer and memory peaks, out-of-memory detection, 
 its modules named after scenarios hold that scenario's operations (inference.py: build a
 transformer, make its inputs, apply a recipe). Only these packages import a framework, and
 only the one a cell asks for, so a PyTorch cell never pays TensorFlow's import and
-`import dlbench` stays light.
+`import dlbench` stays light. A package's light modules (`recipes`: its declarations) import
+no framework, and `light` loads them without running the package's `__init__`.
 """
 
 import importlib
 import importlib.util
+import sys
 from functools import cache
+from pathlib import Path
+from types import ModuleType
 from typing import Any, Protocol
 
 from dlbench.axes import FRAMEWORKS
+from dlbench.catalogue.precisions import PRECISIONS
 from dlbench.measure.memory import DevicePeaks
 from dlbench.measure.timing import DeviceTimer
 
@@ -67,6 +72,29 @@ def load_backend(framework: str, device: str, threads: int, interop_threads: int
         raise ValueError(f"unknown framework {framework!r}; known: {', '.join(FRAMEWORKS)}")
     module = importlib.import_module(f"dlbench.frameworks.{framework}")
     return module.make_backend(device=device, threads=threads, interop_threads=interop_threads)
+
+
+def light(framework: str, module: str) -> ModuleType:
+    """A light module of a framework's package (`recipes`: declarations that import no
+    framework), loaded from its file without running the package's `__init__`, which is
+    the backend and imports the framework. Load such modules only through here: under a
+    name of their own, once per process, whether or not the framework is imported."""
+    name = f"_dlbench_light_{framework}_{module}"
+    if name in sys.modules:
+        return sys.modules[name]
+    path = Path(__file__).parent / framework / f"{module}.py"
+    if not path.is_file():
+        raise ModuleNotFoundError(f"framework {framework!r} has no module {module!r}",
+                                  name=name)
+    spec = importlib.util.spec_from_file_location(name, path)
+    loaded = importlib.util.module_from_spec(spec)
+    sys.modules[name] = loaded  # before running it, as import does (dataclasses need it)
+    try:
+        spec.loader.exec_module(loaded)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return loaded
 
 
 def import_ops(framework: str, scenario: str) -> None:
@@ -125,8 +153,6 @@ def cpu_precision_problem(precision: str) -> str | None:
     """
     if precision == "fp32":
         return None
-    from dlbench.optimizations import PRECISIONS
-
     if PRECISIONS[precision].gpu_only:
         return PRECISIONS[precision].gpu_only
     x86, arm = _NATIVE[precision]

@@ -11,7 +11,6 @@ from dlbench import env, faults, result
 from dlbench.launch import profiler
 from dlbench.measure.memory import PhaseMemory, rss_mb
 from dlbench.measure.timing import PhaseClock
-from dlbench.optimizations import precision_of
 from dlbench.record import new_record
 
 
@@ -62,7 +61,7 @@ def _measure(task, settings: dict, clock: PhaseClock, backend) -> tuple[object, 
         faults.inject(cell.id)
         threads = {**backend.thread_settings(), "env": env.thread_variables()}
         # float32 is float32 in every framework and scenario (TF32 only in tf32 cells).
-        arithmetic = backend.set_arithmetic(precision_of(cell.optimization, None))
+        arithmetic = backend.set_arithmetic(cell.spec.precision(cell.optimization))
         clock.memory = PhaseMemory()  # resets the peak: the cell's own, by phase
         rss_at_start_mb = rss_mb()
         # The scenario returns status and reason itself where the device cannot run the

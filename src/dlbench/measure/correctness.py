@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dlbench.optimizations import Precision
+from dlbench.catalogue.precisions import Precision
 
 REFERENCE = "PyTorch eager, fp32, CPU, the same weights and token ids"
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from dlbench.axes import FRAMEWORKS
+from dlbench.catalogue import recipes
 from dlbench.codec import Codec
 from dlbench.measure.stats import between_processes, relative_half_width, summarize
 
@@ -72,13 +73,21 @@ class Scenario:
         raise NotImplementedError
 
     def optimizations(self) -> list[str]:
-        """The optimization names a config may give this scenario."""
-        raise NotImplementedError
+        """The optimization names a config may give this scenario: those the frameworks
+        declare for it (dlbench.catalogue.recipes)."""
+        return list(recipes.optimizations(self.name))
 
     def recipe_kind(self, optimization: str) -> str | None:
         """How an optimization's recipe runs: 'eager' (op by op) or 'compiled' (a trace, a
-        graph, Inductor, XLA); None for a name this scenario does not know."""
-        return None
+        graph, Inductor, XLA); None for a name the recipe registry does not know."""
+        known = recipes.optimizations(self.name).get(optimization)
+        return known.recipe.kind if known else None
+
+    def precision(self, optimization: str) -> str:
+        """The precision a cell of this optimization computes in: the registry's, fp32 for
+        an optimization that is no recipe of the registry's (a plugin's)."""
+        known = recipes.optimizations(self.name).get(optimization)
+        return known.precision.name if known else "fp32"
 
     # -- the matrix ------------------------------------------------------------------------
 

@@ -1,13 +1,13 @@
 """What the training scenarios share about their optimizer: the axis (sgd, adam; see
-dlbench.training_recipes.OPTIMIZERS) and its setting, the learning rate of each optimizer
+dlbench.catalogue.optimizers.OPTIMIZERS) and its setting, the learning rate of each optimizer
 (config: `<section>.learning_rate.<optimizer>`; `dlbench run --learning-rate`).
 
 Not a scenario: a scenario with an optimizer axis inherits `OptimizerSettings` before
 `Scenario` and extends its settings with its own.
 """
 
+from dlbench.catalogue.optimizers import OPTIMIZERS
 from dlbench.scenarios import Axis
-from dlbench.training_recipes import OPTIMIZERS
 
 # One definition, so that every scenario's `--optimizer` option reads the same values.
 OPTIMIZER_AXIS = Axis("optimizer", "optimizers", "", "optimizers", str,

@@ -12,8 +12,10 @@ from typing import TYPE_CHECKING
 
 from dlbench import paths
 from dlbench.axes import FRAMEWORK_LABELS
+from dlbench.catalogue import recipes
+from dlbench.catalogue.precisions import MIXED, PRECISIONS
+from dlbench.catalogue.recipes import Optimization
 from dlbench.models import MODELS, ModelSpec, get_model
-from dlbench.optimizations import MIXED, OPTIMIZATIONS, PRECISIONS, Optimization
 from dlbench.scenarios import Axis, Scenario, register
 from dlbench.scenarios._compilation import COMPILATION_SCHEMA
 
@@ -134,27 +136,21 @@ class Inference(Scenario):
     def models(self) -> list[str]:
         return list(MODELS)
 
-    def optimizations(self) -> list[str]:
-        return list(OPTIMIZATIONS)
-
-    def recipe_kind(self, optimization: str) -> str | None:
-        known = OPTIMIZATIONS.get(optimization)
-        return known.recipe.kind if known else None
-
     def id_head(self, cell: "Cell") -> str:
         # No scenario prefix: inference ids are those of v1, so finished results are reused.
         return f"{cell.framework}_{cell.model}_{cell.device}"
 
     def unsupported_reason(self, cell: "Cell") -> str | None:
-        optimization = OPTIMIZATIONS[cell.optimization]
-        return (optimization.unsupported_reason(cell.framework, cell.device)
-                or transformer_problem(cell, optimization.precision.name))
+        chosen = recipes.optimization(self.name, cell.optimization, cell.framework)
+        return (chosen.unsupported_reason(cell.framework, cell.device)
+                or transformer_problem(cell, chosen.precision.name))
 
     def protocol(self, cell: "Cell") -> int:
         """2 where dlbench after v1 measures differently: PyTorch's torchscript and compile
         recipes (the same attention work as eager; frozen weights in compile on the CPU)
         and TensorFlow on a GPU (float32 without TF32, memory growth)."""
-        protocol = OPTIMIZATIONS[cell.optimization].recipe.protocol
+        protocol = recipes.optimization(self.name, cell.optimization,
+                                       cell.framework).recipe.protocol
         if cell.framework == "tensorflow" and cell.device == "gpu":
             protocol = max(protocol, 2)
         return protocol
@@ -202,7 +198,7 @@ class Inference(Scenario):
         from dlbench.measure.timing import steady_state_and_output
 
         spec = get_model(cell.model)
-        optimization = OPTIMIZATIONS[cell.optimization]
+        optimization = recipes.optimization(self.name, cell.optimization, cell.framework)
         precision = optimization.precision.name
         problem = backend.precision_problem(precision)
         if problem:

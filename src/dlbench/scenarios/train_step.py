@@ -2,7 +2,7 @@
 given batch and length, the optimizer step timed on its own as well as the whole step.
 
 Cells: framework × model × device × batch × sequence length × optimizer × optimization
-(the training recipes of dlbench.training_recipes). A cell builds the model with the
+(the training recipes of dlbench.catalogue.recipes). A cell builds the model with the
 shared seeded weights (those of inference, the same in both frameworks) and puts a tied
 language-model head on it: logits = last hidden state × word embeddingsᵀ, cross-entropy
 against the input token ids (inference's random ordinary ids). It checks the loss before
@@ -15,6 +15,8 @@ device's synchronization; a step compiled as a whole is one part.
 import time
 from typing import TYPE_CHECKING
 
+from dlbench.catalogue import recipes
+from dlbench.catalogue.optimizers import OPTIMIZERS
 from dlbench.models import MODELS, get_model
 from dlbench.scenarios import Axis, Scenario, register
 from dlbench.scenarios._compilation import COMPILATION_SCHEMA
@@ -27,7 +29,6 @@ from dlbench.scenarios.inference import (
     transformer_inputs,
     transformer_problem,
 )
-from dlbench.training_recipes import OPTIMIZATIONS, OPTIMIZERS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -72,15 +73,8 @@ class TrainStep(OptimizerSettings, Scenario):
     def models(self) -> list[str]:
         return list(MODELS)
 
-    def optimizations(self) -> list[str]:
-        return list(OPTIMIZATIONS)
-
-    def recipe_kind(self, optimization: str) -> str | None:
-        known = OPTIMIZATIONS.get(optimization)
-        return known.recipe.kind if known else None
-
     def unsupported_reason(self, cell: "Cell") -> str | None:
-        optimization = OPTIMIZATIONS[cell.optimization]
+        optimization = recipes.optimization(self.name, cell.optimization, cell.framework)
         reason = optimization.unsupported_reason(cell.framework, cell.device)
         if reason:
             return reason
@@ -107,7 +101,7 @@ class TrainStep(OptimizerSettings, Scenario):
         from dlbench.measure.parts import TimedParts
         from dlbench.measure.timing import steady_state
 
-        optimization = OPTIMIZATIONS[cell.optimization]
+        optimization = recipes.optimization(self.name, cell.optimization, cell.framework)
         problem = backend.precision_problem(optimization.precision.name)
         if problem:
             return {"status": "unsupported", "reason": problem}

@@ -16,13 +16,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dlbench import paths
+from dlbench.catalogue import recipes
+from dlbench.catalogue.optimizers import OPTIMIZERS
 from dlbench.data import pipeline as pipelines
 from dlbench.models.vision import MODELS as CNNS
 from dlbench.models.vision import get_cnn, initial_weights
 from dlbench.scenarios import Axis, Scenario, register
 from dlbench.scenarios._compilation import COMPILATION_SCHEMA
 from dlbench.scenarios._optimizer import OPTIMIZER_AXIS, OptimizerSettings
-from dlbench.training_recipes import OPTIMIZATIONS, OPTIMIZERS
 
 if TYPE_CHECKING:
     from dlbench.matrix import Cell
@@ -48,15 +49,8 @@ class Training(OptimizerSettings, Scenario):
     def models(self) -> list[str]:
         return list(CNNS)
 
-    def optimizations(self) -> list[str]:
-        return list(OPTIMIZATIONS)
-
-    def recipe_kind(self, optimization: str) -> str | None:
-        known = OPTIMIZATIONS.get(optimization)
-        return known.recipe.kind if known else None
-
     def unsupported_reason(self, cell: "Cell") -> str | None:
-        optimization = OPTIMIZATIONS[cell.optimization]
+        optimization = recipes.optimization(self.name, cell.optimization, cell.framework)
         return (optimization.unsupported_reason(cell.framework, cell.device)
                 or pipelines.parse(cell.size("pipeline")).unsupported_reason(
                     cell.framework, cell.device))
@@ -138,7 +132,7 @@ class Training(OptimizerSettings, Scenario):
         from dlbench.measure import training as loop
         from dlbench.measure.training import Evaluation, ablation, train
 
-        optimization = OPTIMIZATIONS[cell.optimization]
+        optimization = recipes.optimization(self.name, cell.optimization, cell.framework)
         problem = backend.precision_problem(optimization.precision.name)
         if problem:
             return {"status": "unsupported", "reason": problem}

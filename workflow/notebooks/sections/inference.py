@@ -22,8 +22,8 @@ from dlbench.analysis import (
 from dlbench.analysis.flags import flagged
 from dlbench.analysis.summary import group_keys, load, of_scenario, scenarios, several_devices
 from dlbench.analysis.summary import timed as timed_cells
+from dlbench.catalogue.precisions import PRECISIONS
 from dlbench.measure.flags import NOISY_STEAL_FRACTION, UNSTABLE_RELATIVE_IQR
-from dlbench.optimizations import PRECISIONS
 from dlbench.report.display import say, show
 from dlbench.report.format import blank_repeats, framework_name
 

@@ -20,9 +20,9 @@ import numpy as np
 import torch
 import transformers
 
+from dlbench.catalogue.recipes import Optimization
 from dlbench.frameworks.pytorch import InductorCaches, PyTorchBackend, dynamo
 from dlbench.models import ModelSpec
-from dlbench.optimizations import Optimization
 
 _AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
 # Ops that move, view or create tensors without computing on them: left out of the record

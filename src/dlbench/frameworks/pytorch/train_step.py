@@ -8,12 +8,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from dlbench.catalogue.optimizers import Optimizer
+from dlbench.catalogue.recipes import Optimization
 from dlbench.frameworks.pytorch import InductorCaches, PyTorchBackend, dynamo
 from dlbench.frameworks.pytorch.inference import PyTorchInference
 from dlbench.frameworks.pytorch.training import make_optimizer
 from dlbench.measure.parts import Step
 from dlbench.models import ModelSpec
-from dlbench.training_recipes import Optimizer, TrainingOptimization
 
 _AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
 FORWARD_BACKWARD, OPTIMIZER, WHOLE = "forward_backward", "optimizer", "step"
@@ -38,7 +39,7 @@ class PyTorchTrainStep:
 
     # -- model, inputs and optimizer ---------------------------------------------------------
 
-    def build(self, spec: ModelSpec, seed: int, optimization: TrainingOptimization,
+    def build(self, spec: ModelSpec, seed: int, optimization: Optimization,
               weights=None) -> torch.nn.Module:
         """The model on the device in training mode (dropout on), float32 weights."""
         return self.models.build(spec, seed, optimization, weights).train()
@@ -47,11 +48,11 @@ class PyTorchTrainStep:
         return self.models.inputs(token_ids)
 
     def optimizer(self, model: torch.nn.Module, optimizer: Optimizer, learning_rate: float,
-                  optimization: TrainingOptimization) -> torch.optim.Optimizer:
+                  optimization: Optimization) -> torch.optim.Optimizer:
         return make_optimizer(model, optimizer, learning_rate, optimization)
 
     def implementation(self, opt: torch.optim.Optimizer,
-                       optimization: TrainingOptimization) -> str:
+                       optimization: Optimization) -> str:
         """Which implementation of the update runs, in words."""
         if opt.defaults.get("fused"):
             kind = "fused (one kernel per parameter group and dtype)"
@@ -68,13 +69,13 @@ class PyTorchTrainStep:
     def word_embeddings(self, model: torch.nn.Module) -> np.ndarray:
         return model.get_input_embeddings().weight.detach().float().cpu().numpy()
 
-    def _autocast(self, optimization: TrainingOptimization) -> torch.autocast:
+    def _autocast(self, optimization: Optimization) -> torch.autocast:
         """A fresh autocast context in the cell's precision (disabled in fp32)."""
         dtype = _AUTOCAST.get(optimization.precision.name)
         return torch.autocast(self.device.type, dtype=dtype, enabled=dtype is not None)
 
     def initial_loss(self, model: torch.nn.Module, inputs: dict,
-                     optimization: TrainingOptimization) -> float:
+                     optimization: Optimization) -> float:
         """The loss before training, dropout off, in the cell's precision."""
         model.eval()
         try:
@@ -86,7 +87,7 @@ class PyTorchTrainStep:
     # -- the step ----------------------------------------------------------------------------
 
     def train_step(self, model: torch.nn.Module, opt: torch.optim.Optimizer, inputs: dict,
-                   optimization: TrainingOptimization) -> Step:
+                   optimization: Optimization) -> Step:
         """The step in parts: forward, loss and backward (the loss, a device tensor, not
         read); then the optimizer step. compile-step compiles both as one: one part."""
         recipe = optimization.recipe.name

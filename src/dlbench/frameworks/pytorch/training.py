@@ -11,17 +11,18 @@ import torch
 import torch.nn.functional as F
 
 from dlbench import faults
+from dlbench.catalogue.optimizers import Optimizer
+from dlbench.catalogue.recipes import Optimization
 from dlbench.data import decode
 from dlbench.data.pipeline import PAD, Pipeline
 from dlbench.frameworks.pytorch import InductorCaches, PyTorchBackend, dynamo
 from dlbench.models.vision import CNN
-from dlbench.training_recipes import Optimizer, TrainingOptimization
 
 _AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 def make_optimizer(model: torch.nn.Module, optimizer: Optimizer, learning_rate: float,
-                   optimization: TrainingOptimization) -> torch.optim.Optimizer:
+                   optimization: Optimization) -> torch.optim.Optimizer:
     """The optimizer of every PyTorch training scenario: SGD with momentum or Adam (epsilon
     1e-7, Keras's default), in the implementation the recipe names (foreach, fused; else
     PyTorch's default: a for-loop over the parameters on the CPU, foreach on CUDA)."""
@@ -122,7 +123,7 @@ class PyTorchTraining:
     # -- model and optimizer ---------------------------------------------------------------
 
     def build(self, spec: CNN, weights: dict[str, np.ndarray],
-              optimization: TrainingOptimization) -> torch.nn.Module:
+              optimization: Optimization) -> torch.nn.Module:
         """The CNN on the device with the given (canonical-layout) weights."""
         model = Net(spec)
         model.load_state_dict({k: torch.from_numpy(v) for k, v in weights.items()})
@@ -132,7 +133,7 @@ class PyTorchTraining:
         return model
 
     def optimizer(self, model: torch.nn.Module, optimizer: Optimizer, learning_rate: float,
-                  optimization: TrainingOptimization) -> torch.optim.Optimizer:
+                  optimization: Optimization) -> torch.optim.Optimizer:
         return make_optimizer(model, optimizer, learning_rate, optimization)
 
     # -- input pipelines ---------------------------------------------------------------------
@@ -187,7 +188,7 @@ class PyTorchTraining:
     # -- the training step -------------------------------------------------------------------
 
     def train_step(self, model: torch.nn.Module, opt: torch.optim.Optimizer,
-                   optimization: TrainingOptimization) -> "PyTorchStep":
+                   optimization: Optimization) -> "PyTorchStep":
         """The training step, in parts (see dlbench.measure.training.Step)."""
         recipe = optimization.recipe.name
         if recipe == "cudnn-benchmark":
@@ -237,7 +238,7 @@ class PyTorchStep:
     step (a gradient scaler in fp16). Losses are device tensors, never read here, so that
     nothing waits for the device that the measurement does not ask to wait for."""
 
-    def __init__(self, model, opt, optimization: TrainingOptimization, device):
+    def __init__(self, model, opt, optimization: Optimization, device):
         recipe = optimization.recipe.name
         self.model, self.opt, self.device = model, opt, device
         self.dtype = _AUTOCAST.get(optimization.precision.name)

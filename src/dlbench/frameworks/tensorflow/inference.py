@@ -9,9 +9,9 @@ import numpy as np
 import tensorflow as tf
 import transformers
 
+from dlbench.catalogue.recipes import Optimization
 from dlbench.frameworks.tensorflow import TensorFlowBackend
 from dlbench.models import ModelSpec
-from dlbench.optimizations import Optimization
 
 _POLICIES = {"bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 _REDUCED = {"bf16": tf.bfloat16, "fp16": tf.float16}

@@ -8,12 +8,13 @@ clusters (xla), in float32 or a mixed-precision policy (loss scaling in fp16).""
 import numpy as np
 import tensorflow as tf
 
+from dlbench.catalogue.optimizers import Optimizer
+from dlbench.catalogue.recipes import Optimization
 from dlbench.frameworks.tensorflow import TensorFlowBackend
 from dlbench.frameworks.tensorflow.inference import TensorFlowInference
 from dlbench.frameworks.tensorflow.training import make_optimizer
 from dlbench.measure.parts import Step
 from dlbench.models import ModelSpec
-from dlbench.training_recipes import Optimizer, TrainingOptimization
 
 FORWARD_BACKWARD, OPTIMIZER = "forward_backward", "optimizer"
 
@@ -71,7 +72,7 @@ class TensorFlowTrainStep:
 
     # -- model, inputs and optimizer ---------------------------------------------------------
 
-    def build(self, spec: ModelSpec, seed: int, optimization: TrainingOptimization,
+    def build(self, spec: ModelSpec, seed: int, optimization: Optimization,
               weights=None):
         """The model on the device, its layers in the cell's precision policy."""
         return self.models.build(spec, seed, optimization, weights)
@@ -80,10 +81,10 @@ class TensorFlowTrainStep:
         return self.models.inputs(token_ids)
 
     def optimizer(self, model, optimizer: Optimizer, learning_rate: float,
-                  optimization: TrainingOptimization):
+                  optimization: Optimization):
         return make_optimizer(optimizer, learning_rate, optimization)
 
-    def implementation(self, opt, optimization: TrainingOptimization) -> str:
+    def implementation(self, opt, optimization: Optimization) -> str:
         """Which implementation of the update runs, in words."""
         inner = getattr(opt, "inner_optimizer", opt)
         kind = type(inner)
@@ -103,7 +104,7 @@ class TensorFlowTrainStep:
     def word_embeddings(self, model) -> np.ndarray:
         return word_embeddings(model).numpy()
 
-    def initial_loss(self, model, inputs: dict, optimization: TrainingOptimization) -> float:
+    def initial_loss(self, model, inputs: dict, optimization: Optimization) -> float:
         """The loss before training, dropout off, in the cell's precision policy."""
         with tf.device(self.backend.device_name):
             return float(lm_loss(model, word_embeddings(model), inputs["input_ids"],
@@ -111,7 +112,7 @@ class TensorFlowTrainStep:
 
     # -- the step ----------------------------------------------------------------------------
 
-    def train_step(self, model, opt, inputs: dict, optimization: TrainingOptimization) -> Step:
+    def train_step(self, model, opt, inputs: dict, optimization: Optimization) -> Step:
         """The step in parts: the gradients (forward, loss, backward; the loss, a tensor,
         not read), then applying them (the optimizer step)."""
         recipe = optimization.recipe.name

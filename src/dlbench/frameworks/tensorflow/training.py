@@ -10,11 +10,12 @@ import numpy as np
 import tensorflow as tf
 
 from dlbench import faults
+from dlbench.catalogue.optimizers import Optimizer
+from dlbench.catalogue.recipes import Optimization
 from dlbench.data import decode
 from dlbench.data.pipeline import PAD, Pipeline
 from dlbench.frameworks.tensorflow import TensorFlowBackend
 from dlbench.models.vision import CNN
-from dlbench.training_recipes import Optimizer, TrainingOptimization
 
 _POLICIES = {"bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 # tf.data's static optimizations that are on unless turned off (TensorFlow 2.21,
@@ -44,7 +45,7 @@ def file_pipeline_options() -> tf.data.Options:
 
 
 def make_optimizer(optimizer: Optimizer, learning_rate: float,
-                   optimization: TrainingOptimization) -> tf.keras.optimizers.Optimizer:
+                   optimization: Optimization) -> tf.keras.optimizers.Optimizer:
     """The optimizer of every TensorFlow training scenario: Keras's SGD with momentum or Adam
     (epsilon 1e-7) — the legacy classes for the legacy-optimizer recipe —, wrapped for loss
     scaling in fp16 (as PyTorch's GradScaler)."""
@@ -130,7 +131,7 @@ class TensorFlowTraining:
     # -- model and optimizer ---------------------------------------------------------------
 
     def build(self, spec: CNN, weights: dict[str, np.ndarray],
-              optimization: TrainingOptimization) -> tf.keras.Model:
+              optimization: Optimization) -> tf.keras.Model:
         # The policy applies to layers created after it is set (release() resets it).
         policy = _POLICIES.get(optimization.precision.name, "float32")
         tf.keras.mixed_precision.set_global_policy(policy)
@@ -143,7 +144,7 @@ class TensorFlowTraining:
         return model
 
     def optimizer(self, model, optimizer: Optimizer, learning_rate: float,
-                  optimization: TrainingOptimization):
+                  optimization: Optimization):
         return make_optimizer(optimizer, learning_rate, optimization)
 
     # -- input pipelines ---------------------------------------------------------------------
@@ -231,7 +232,7 @@ class TensorFlowTraining:
 
     # -- the training step -------------------------------------------------------------------
 
-    def train_step(self, model, opt, optimization: TrainingOptimization) -> "TensorFlowStep":
+    def train_step(self, model, opt, optimization: Optimization) -> "TensorFlowStep":
         """The training step, in parts (see dlbench.measure.training.Step)."""
         return TensorFlowStep(model, opt, optimization, self.backend.device_name,
                               self.data_format)
@@ -272,7 +273,7 @@ class TensorFlowStep:
 
     separable = True
 
-    def __init__(self, model, opt, optimization: TrainingOptimization, device: str,
+    def __init__(self, model, opt, optimization: Optimization, device: str,
                  data_format: str):
         self.model, self.opt, self.device, self.data_format = model, opt, device, data_format
         self.scaled = isinstance(opt, tf.keras.mixed_precision.LossScaleOptimizer)

@@ -1,0 +1,50 @@
+"""PyTorch's recipes, declared for dlbench.catalogue.recipes (implemented in the scenario
+modules beside this one). A light module: it imports no framework."""
+
+from dlbench.catalogue.recipes import EAGER_INFERENCE, EAGER_TRAINING, INFERENCE, TRAINING, Recipe
+
+# Inductor's recommended settings for CPU inference: weights frozen into constants, which
+# lets it constant-fold them and prepack them for oneDNN, and which its CPU GEMM templates
+# (what max-autotune chooses among on a CPU) require.
+_INDUCTOR_CPU = (("freezing", True),)
+# Protocol 2 (dlbench after v1): every recipe skips an all-ones attention mask as eager
+# PyTorch does (trace and compile applied it), and compile freezes weights on the CPU.
+_SAME_ATTENTION = 2
+
+RECIPES = (
+    # -- inference ---------------------------------------------------------------------------
+    EAGER_INFERENCE,
+    Recipe("torchscript",
+           "torch.jit.trace of the model (as in the 2019 transformers benchmark)", INFERENCE,
+           compiled=True, protocol=_SAME_ATTENTION),
+    Recipe("compile",
+           "torch.compile, default mode (Inductor; on the CPU with frozen weights)", INFERENCE,
+           compiled=True, protocol=_SAME_ATTENTION, compile_mode="default",
+           inductor_cpu=_INDUCTOR_CPU),
+    Recipe("compile-max-autotune",
+           "torch.compile, mode max-autotune: benchmarks kernel choices while compiling "
+           "(on the CPU with frozen weights, which its GEMM templates need; on a GPU it "
+           "also replays CUDA graphs, as reduce-overhead does)", INFERENCE,
+           compiled=True, protocol=_SAME_ATTENTION, compile_mode="max-autotune",
+           gpu_graph_warmup=2, inductor_cpu=_INDUCTOR_CPU),
+    Recipe("compile-reduce-overhead",
+           "torch.compile, mode reduce-overhead: CUDA graphs replay the whole forward pass",
+           INFERENCE, compiled=True, protocol=_SAME_ATTENTION, compile_mode="reduce-overhead",
+           gpu_only="CUDA graphs (torch.compile mode reduce-overhead) need a GPU",
+           gpu_graph_warmup=2),
+    # -- training (the CNN's and a transformer's step) ---------------------------------------
+    EAGER_TRAINING,
+    Recipe("channels-last", "model and batches in channels_last (NHWC) memory format",
+           TRAINING, convolutions_only=True),
+    Recipe("compile", "torch.compile of the model (forward and backward); the optimizer "
+           "step stays eager", TRAINING, compiled=True),
+    Recipe("compile-step", "torch.compile of the whole training step: forward, loss, "
+           "backward and optimizer step", TRAINING, compiled=True),
+    Recipe("cudnn-benchmark", "torch.backends.cudnn.benchmark: cuDNN times its convolution "
+           "algorithms and keeps the fastest", TRAINING,
+           gpu_only="cudnn.benchmark tunes cuDNN, which only a GPU has",
+           convolutions_only=True),
+    Recipe("foreach", "the optimizer's multi-tensor (foreach) implementation", TRAINING),
+    Recipe("fused", "the optimizer's fused implementation (one kernel for the whole update)",
+           TRAINING),
+)

@@ -1,0 +1,23 @@
+"""TensorFlow's recipes, declared for dlbench.catalogue.recipes (implemented in the
+scenario modules beside this one). A light module: it imports no framework."""
+
+from dlbench.catalogue.recipes import EAGER_INFERENCE, EAGER_TRAINING, INFERENCE, TRAINING, Recipe
+
+RECIPES = (
+    # -- inference ---------------------------------------------------------------------------
+    EAGER_INFERENCE,
+    Recipe("graph", "tf.function graph execution", INFERENCE, compiled=True),
+    Recipe("xla", "tf.function with jit_compile=True (XLA)", INFERENCE, compiled=True),
+    # -- training (the CNN's and a transformer's step) ---------------------------------------
+    EAGER_TRAINING,
+    Recipe("graph", "the training step as a tf.function graph", TRAINING, compiled=True),
+    Recipe("xla", "the training step as tf.function(jit_compile=True): XLA", TRAINING,
+           compiled=True),
+    Recipe("legacy-optimizer", "the optimizer of tf.keras.optimizers.legacy (eager): one C++ "
+           "kernel per variable (ResourceApplyAdam, ResourceApplyKerasMomentum), the "
+           "implementation before TensorFlow 2.11, whose optimizers compose TensorFlow ops",
+           TRAINING),
+    Recipe("channels-first", "convolutions in channels_first (NCHW)", TRAINING,
+           gpu_only="TensorFlow's CPU convolution and pooling kernels support only NHWC "
+           "(channels_last)", convolutions_only=True),
+)
