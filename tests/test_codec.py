@@ -107,6 +107,7 @@ class Planted(TrainStep):
     """train_step with one more setting: the check must see it go missing."""
 
     name = "planted"
+    recipes_of = "train_step"
 
     def settings_schema(self) -> dict:
         return {**super().settings_schema(),

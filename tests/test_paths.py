@@ -6,7 +6,6 @@ import re
 
 from dlbench import config, paths, peak
 from dlbench.matrix import expand_cells
-from dlbench.optimizations import precision_of
 from tests.conftest import snakemake
 
 # Every scenario, a group (inference, per_group) and cells that cannot apply (graph in
@@ -58,7 +57,7 @@ def python_side(validated: dict) -> set[tuple[str, tuple[str, ...], tuple[str, .
         if "data" in inputs:
             name = cell.size("dataset")
             jobs.add(("dataset", (inputs["data"],), (paths.dataset_log(name),)))
-    for device, precision in {(c.device, precision_of(c.optimization, None)) for c in runnable}:
+    for device, precision in {(c.device, c.spec.precision(c.optimization)) for c in runnable}:
         frameworks = {c.framework for c in runnable if c.device == device}
         jobs.add(("peak", (paths.peak(device, precision, threads),),
                   (paths.peak_log(device, precision, threads),)))

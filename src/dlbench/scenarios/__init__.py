@@ -75,19 +75,25 @@ class Scenario:
     def optimizations(self) -> list[str]:
         """The optimization names a config may give this scenario: those the frameworks
         declare for it (dlbench.catalogue.recipes)."""
-        return list(recipes.optimizations(self.name))
+        return list(recipes.optimizations(self.recipes_of))
 
     def recipe_kind(self, optimization: str) -> str | None:
         """How an optimization's recipe runs: 'eager' (op by op) or 'compiled' (a trace, a
         graph, Inductor, XLA); None for a name the recipe registry does not know."""
-        known = recipes.optimizations(self.name).get(optimization)
+        known = recipes.optimizations(self.recipes_of).get(optimization)
         return known.recipe.kind if known else None
 
     def precision(self, optimization: str) -> str:
         """The precision a cell of this optimization computes in: the registry's, fp32 for
         an optimization that is no recipe of the registry's (a plugin's)."""
-        known = recipes.optimizations(self.name).get(optimization)
+        known = recipes.optimizations(self.recipes_of).get(optimization)
         return known.precision.name if known else "fp32"
+
+    @property
+    def recipes_of(self) -> str:
+        """The scenario whose declared recipes this one runs: its own (a variant of a
+        scenario, e.g. a plugin's subclass under another name, overrides it)."""
+        return self.name
 
     # -- the matrix ------------------------------------------------------------------------
 

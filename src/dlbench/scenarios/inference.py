@@ -141,7 +141,7 @@ class Inference(Scenario):
         return f"{cell.framework}_{cell.model}_{cell.device}"
 
     def unsupported_reason(self, cell: "Cell") -> str | None:
-        chosen = recipes.optimization(self.name, cell.optimization, cell.framework)
+        chosen = recipes.optimization(self.recipes_of, cell.optimization, cell.framework)
         return (chosen.unsupported_reason(cell.framework, cell.device)
                 or transformer_problem(cell, chosen.precision.name))
 
@@ -149,7 +149,7 @@ class Inference(Scenario):
         """2 where dlbench after v1 measures differently: PyTorch's torchscript and compile
         recipes (the same attention work as eager; frozen weights in compile on the CPU)
         and TensorFlow on a GPU (float32 without TF32, memory growth)."""
-        protocol = recipes.optimization(self.name, cell.optimization,
+        protocol = recipes.optimization(self.recipes_of, cell.optimization,
                                        cell.framework).recipe.protocol
         if cell.framework == "tensorflow" and cell.device == "gpu":
             protocol = max(protocol, 2)
@@ -198,7 +198,7 @@ class Inference(Scenario):
         from dlbench.measure.timing import steady_state_and_output
 
         spec = get_model(cell.model)
-        optimization = recipes.optimization(self.name, cell.optimization, cell.framework)
+        optimization = recipes.optimization(self.recipes_of, cell.optimization, cell.framework)
         precision = optimization.precision.name
         problem = backend.precision_problem(precision)
         if problem:

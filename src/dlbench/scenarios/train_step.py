@@ -74,7 +74,7 @@ class TrainStep(OptimizerSettings, Scenario):
         return list(MODELS)
 
     def unsupported_reason(self, cell: "Cell") -> str | None:
-        optimization = recipes.optimization(self.name, cell.optimization, cell.framework)
+        optimization = recipes.optimization(self.recipes_of, cell.optimization, cell.framework)
         reason = optimization.unsupported_reason(cell.framework, cell.device)
         if reason:
             return reason
@@ -101,7 +101,7 @@ class TrainStep(OptimizerSettings, Scenario):
         from dlbench.measure.parts import TimedParts
         from dlbench.measure.timing import steady_state
 
-        optimization = recipes.optimization(self.name, cell.optimization, cell.framework)
+        optimization = recipes.optimization(self.recipes_of, cell.optimization, cell.framework)
         problem = backend.precision_problem(optimization.precision.name)
         if problem:
             return {"status": "unsupported", "reason": problem}

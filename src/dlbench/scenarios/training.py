@@ -50,7 +50,7 @@ class Training(OptimizerSettings, Scenario):
         return list(CNNS)
 
     def unsupported_reason(self, cell: "Cell") -> str | None:
-        optimization = recipes.optimization(self.name, cell.optimization, cell.framework)
+        optimization = recipes.optimization(self.recipes_of, cell.optimization, cell.framework)
         return (optimization.unsupported_reason(cell.framework, cell.device)
                 or pipelines.parse(cell.size("pipeline")).unsupported_reason(
                     cell.framework, cell.device))
@@ -132,7 +132,7 @@ class Training(OptimizerSettings, Scenario):
         from dlbench.measure import training as loop
         from dlbench.measure.training import Evaluation, ablation, train
 
-        optimization = recipes.optimization(self.name, cell.optimization, cell.framework)
+        optimization = recipes.optimization(self.recipes_of, cell.optimization, cell.framework)
         problem = backend.precision_problem(optimization.precision.name)
         if problem:
             return {"status": "unsupported", "reason": problem}
