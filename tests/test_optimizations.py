@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from dlbench import result
-from dlbench.frameworks import cpu_precision_problem
+from dlbench.frameworks import cpu_precision_problem, registry
 from dlbench.measure.correctness import compare, load_reference, save_reference
 from dlbench.models import MODELS
 from dlbench.optimizations import OPTIMIZATIONS, PRECISIONS, RECIPES, TEST_RECIPES_VARIABLE
@@ -126,9 +126,10 @@ def test_applicable_combinations_have_none():
 
 
 def test_the_2019_models_have_both_frameworks_and_a_tiny_variant():
+    both = [registry.get("pytorch"), registry.get("tensorflow")]
     for name in ("roberta-base", "distilgpt2", "xlnet-base-cased", "xlm-mlm-en-2048"):
         spec = MODELS[name]
-        assert spec.classes.pytorch_class and spec.classes.tensorflow_class
+        assert all(framework.model_class(spec.family) for framework in both)
         assert any(m.family == spec.family and m.name.startswith("tiny-") for m in
                    MODELS.values())
     assert MODELS["xlm-mlm-en-2048"].params["emb_dim"] == 2048

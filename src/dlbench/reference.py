@@ -41,12 +41,13 @@ def output_path(model: str, batch: int, seqlen: int) -> str:
 
 @cache
 def _ops(threads: int):
-    """PyTorch's inference operations on the CPU (once per process: thread pools are set
-    only once)."""
+    """The reference framework's (PyTorch's) inference operations on the CPU (once per
+    process: thread pools are set only once)."""
     env.set_thread_variables(threads)
     from dlbench.frameworks import load_backend, load_ops
+    from dlbench.frameworks.registry import REFERENCE_FRAMEWORK
 
-    return load_ops(load_backend("pytorch", "cpu", threads, 1), "inference")
+    return load_ops(load_backend(REFERENCE_FRAMEWORK, "cpu", threads, 1), "inference")
 
 
 def write_weights(model: str, seed: int, out: Path, threads: int) -> None:

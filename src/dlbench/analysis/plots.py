@@ -9,9 +9,11 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullLocator
 
 from dlbench.analysis.speedup import Panel
+from dlbench.frameworks import registry
 from dlbench.report.format import framework_name
 
-COLORS = {"PyTorch": "tab:blue", "TensorFlow": "tab:orange"}  # the same in every report
+# Each framework's own, the same in every report (dlbench.frameworks.<name>.about).
+COLORS = {framework.label: framework.color for framework in registry.frameworks()}
 PANEL_HEIGHT, PANEL_ASPECT = 3.0, 1.4  # inches per panel of the latency plot
 LEGEND_WIDTH = 2.0  # inches
 

@@ -1,9 +1,10 @@
-"""Framework backends: one package per framework (pytorch/, tensorflow/).
+"""Framework backends: one package per registered framework (dlbench.frameworks.registry).
 
-Each package's `__init__` is the backend that every scenario needs (the device, thread
-pools, synchronization, device timer and memory peaks, out-of-memory detection, versions);
-its modules named after scenarios hold that scenario's operations (inference.py: build a
-transformer, make its inputs, apply a recipe). Only these packages import a framework, and
+Each package's `about` declares the framework (light: it imports nothing heavy); its
+`backend` is what every scenario needs (the device, thread pools, synchronization, device
+timer and memory peaks, out-of-memory detection, versions); its modules named after
+scenarios hold that scenario's operations, each implementing the scenario's declared
+interface (dlbench.scenarios.<scenario>_ops). Only these packages import a framework, and
 only the one a cell asks for, so a PyTorch cell never pays TensorFlow's import and
 `import dlbench` stays light.
 """
@@ -13,7 +14,7 @@ import importlib.util
 from functools import cache
 from typing import Any, Protocol
 
-from dlbench.axes import FRAMEWORKS
+from dlbench.frameworks.registry import REGISTERED
 from dlbench.measure.memory import DevicePeaks
 from dlbench.measure.timing import DeviceTimer
 
@@ -63,9 +64,9 @@ class Backend(Protocol):
 
 def load_backend(framework: str, device: str, threads: int, interop_threads: int) -> Backend:
     """Import the framework's backend (and so the framework) and configure it."""
-    if framework not in FRAMEWORKS:
-        raise ValueError(f"unknown framework {framework!r}; known: {', '.join(FRAMEWORKS)}")
-    module = importlib.import_module(f"dlbench.frameworks.{framework}")
+    if framework not in REGISTERED:
+        raise ValueError(f"unknown framework {framework!r}; known: {', '.join(REGISTERED)}")
+    module = importlib.import_module(f"dlbench.frameworks.{framework}.backend")
     return module.make_backend(device=device, threads=threads, interop_threads=interop_threads)
 
 

@@ -242,7 +242,8 @@ else:
                                        f"{', '.join(v)} implementation"
                                        for f, v in implementations.items())
             + (" — not the same algorithm (set `measurement.attention: eager` for the same "
-               "one on both sides)." if implementations.get("pytorch") != ["eager"] else
+               "one on both sides)."
+               if any(v != ["eager"] for v in implementations.values()) else
                " — the same algorithm, in each framework's own kernels."))
     for chosen in ratio.precisions(pairs):
         competed = ratio.candidates(ok, chosen)

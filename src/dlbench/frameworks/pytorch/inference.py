@@ -10,6 +10,10 @@ not a speed-up over different work. transformers' eager attention (measurement.a
 eager) applies the mask in every recipe, as its TensorFlow classes do.
 """
 
+# The backend first: it sets the environment that transformers and the framework read
+# when they load.
+from dlbench.frameworks.pytorch.backend import InductorCaches, PyTorchBackend  # isort: split
+
 import contextlib
 import os
 import sys
@@ -20,7 +24,8 @@ import numpy as np
 import torch
 import transformers
 
-from dlbench.frameworks.pytorch import InductorCaches, PyTorchBackend, dynamo
+from dlbench.frameworks.pytorch import dynamo
+from dlbench.frameworks.pytorch.about import FRAMEWORK
 from dlbench.models import ModelSpec
 from dlbench.optimizations import Optimization
 
@@ -60,7 +65,7 @@ class PyTorchInference:
         written by `dlbench.reference` if given, else random from the seed; `attention` is
         transformers' attention implementation (sdpa where the model has one, or eager)."""
         config = getattr(transformers, spec.classes.config_class)(**spec.params)
-        model_class = getattr(transformers, spec.classes.pytorch_class)
+        model_class = getattr(transformers, FRAMEWORK.model_class(spec.family))
         if attention == "eager" or getattr(model_class, "_supports_sdpa", False):
             config._attn_implementation = attention
         if weights is None:

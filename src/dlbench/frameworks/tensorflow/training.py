@@ -2,6 +2,10 @@
 (tf.data with decode_png, or the decoded set in memory), the training step (eager,
 tf.function, XLA) in each precision, and evaluation with dropout off."""
 
+# The backend first: it sets the environment that transformers and the framework read
+# when they load.
+from dlbench.frameworks.tensorflow.backend import TensorFlowBackend  # isort: split
+
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -12,7 +16,6 @@ import tensorflow as tf
 from dlbench import faults
 from dlbench.data import decode
 from dlbench.data.pipeline import PAD, Pipeline
-from dlbench.frameworks.tensorflow import TensorFlowBackend
 from dlbench.models.vision import CNN
 from dlbench.training_recipes import Optimizer, TrainingOptimization
 
