@@ -14,10 +14,14 @@ import sys
 import time
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from dlbench import devices, env
 from dlbench.models import MODELS, get_model
 from dlbench.optimizations import OPTIMIZATIONS
+
+if TYPE_CHECKING:
+    from dlbench.scenarios.inference_ops import ReferenceOps
 
 FP32_EAGER = OPTIMIZATIONS["eager"]
 
@@ -40,14 +44,15 @@ def output_path(model: str, batch: int, seqlen: int) -> str:
 
 
 @cache
-def _ops(threads: int):
+def _ops(threads: int) -> "ReferenceOps":
     """The reference framework's (PyTorch's) inference operations on the CPU (once per
     process: thread pools are set only once)."""
     env.set_thread_variables(threads)
     from dlbench.frameworks import load_backend, load_ops
     from dlbench.frameworks.registry import REFERENCE_FRAMEWORK
 
-    return load_ops(load_backend(REFERENCE_FRAMEWORK, "cpu", threads, 1), "inference")
+    ops = load_ops(load_backend(REFERENCE_FRAMEWORK, "cpu", threads, 1), "inference")
+    return cast("ReferenceOps", ops)  # it writes the shared weights, too (a test checks)
 
 
 def write_weights(model: str, seed: int, out: Path, threads: int) -> None:

@@ -12,11 +12,16 @@ only the one a cell asks for, so a PyTorch cell never pays TensorFlow's import a
 import importlib
 import importlib.util
 from functools import cache
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol, overload
 
 from dlbench.frameworks.registry import REGISTERED
 from dlbench.measure.memory import DevicePeaks
 from dlbench.measure.timing import DeviceTimer
+
+if TYPE_CHECKING:
+    from dlbench.scenarios.inference_ops import InferenceOps
+    from dlbench.scenarios.train_step_ops import TrainStepOps
+    from dlbench.scenarios.training_ops import TrainingOps
 
 
 class Backend(Protocol):
@@ -78,8 +83,21 @@ def import_ops(framework: str, scenario: str) -> None:
         importlib.import_module(name)
 
 
-def load_ops(backend: Backend, scenario: str) -> Any:
-    """A scenario's operations in the backend's framework (dlbench.frameworks.<fw>.<scenario>)."""
+@overload
+def load_ops(backend: Backend, scenario: Literal["inference"]) -> "InferenceOps": ...
+@overload
+def load_ops(backend: Backend, scenario: Literal["training"]) -> "TrainingOps": ...
+@overload
+def load_ops(backend: Backend, scenario: Literal["train_step"]) -> "TrainStepOps": ...
+@overload
+def load_ops(backend: Backend, scenario: str) -> object: ...  # a plugin's scenario
+
+
+def load_ops(backend: Backend, scenario: str) -> object:
+    """A scenario's operations in the backend's framework (dlbench.frameworks.<fw>.<scenario>):
+    they implement the scenario's declared interface (its `ops_interface`, e.g.
+    dlbench.scenarios.inference_ops.InferenceOps), which a test checks for every registered
+    framework."""
     module = importlib.import_module(f"dlbench.frameworks.{backend.name}.{scenario}")
     return module.make_ops(backend)
 

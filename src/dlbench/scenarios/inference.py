@@ -16,6 +16,7 @@ from dlbench.models import MODELS, ModelSpec, get_model
 from dlbench.optimizations import MIXED, OPTIMIZATIONS, PRECISIONS, Optimization
 from dlbench.scenarios import Axis, Scenario, register
 from dlbench.scenarios._compilation import COMPILATION_SCHEMA
+from dlbench.scenarios.inference_ops import InferenceOps
 
 if TYPE_CHECKING:
     import numpy as np
@@ -124,6 +125,7 @@ def transformer_problem(cell: "Cell", precision: str) -> str | None:
 
 class Inference(Scenario):
     name = "inference"
+    ops_interface = InferenceOps
     description = "a transformer's forward pass without gradients (the 2019 benchmark)"
     axes = (
         Axis("batch", "batch_sizes", "b", "batch sizes (samples per call)"),
@@ -212,7 +214,7 @@ class Inference(Scenario):
             return {"status": "unsupported", "reason": problem}
         ids, weights, reference_file, expected = transformer_inputs(
             backend, cell, settings["seed"], inputs)
-        ops = load_ops(backend, self.name)
+        ops = load_ops(backend, "inference")
         backend.reset_device_memory()  # peaks of this cell only (in a group, too)
         memory = clock.memory
         if memory is not None:

@@ -18,6 +18,7 @@ import contextlib
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +43,8 @@ _MOVEMENT = frozenset({
 
 
 class PyTorchInference:
+    recipes: dict[str, Callable]  # by name, bound to this instance (set in __init__)
+
     def __init__(self, backend: PyTorchBackend):
         self.backend = backend
         self.device = backend.device
