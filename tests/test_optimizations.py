@@ -252,7 +252,7 @@ def test_optimization_runs_checks_and_validates(tmp_path, references, framework,
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("framework", ["pytorch", "tensorflow"])
+@pytest.mark.parametrize("framework", registry.REGISTERED)
 def test_a_planted_wrong_answer_is_flagged(tmp_path, references, framework):
     record = run_cell(tmp_path, references, framework, "tiny-bert", "planted-error",
                       **{TEST_RECIPES_VARIABLE: "1"})
