@@ -3,6 +3,7 @@
 interface. The per-framework tests here are generated from the registry: a framework gets
 them by registering."""
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -51,6 +52,23 @@ def test_the_axes_listings_and_peak_libraries_come_from_the_registry():
 def test_an_unregistered_framework_is_refused():
     with pytest.raises(ValueError, match="unknown framework 'caffe'"):
         registry.get("caffe")
+
+
+def test_a_family_without_a_class_in_a_framework_is_unsupported_there(monkeypatch):
+    """The framework's declaration decides, not a name in the scenario: a TensorFlow
+    without an XLM class makes its XLM cells unsupported, and only those."""
+    from dlbench.scenarios.inference import cell
+
+    declared = registry.get("tensorflow")
+    classes = {k: v for k, v in declared.model_classes.items() if k != "xlm"}
+    planted = dataclasses.replace(declared, model_classes=classes)
+    real = registry.get
+    monkeypatch.setattr(registry, "get", lambda name: planted if name == "tensorflow"
+                        else real(name))
+    assert cell("tensorflow", "tiny-xlm", "cpu", 1, 8, "eager").unsupported_reason() == (
+        "transformers 4.57 has no TensorFlow class for tiny-xlm (xlm)")
+    assert cell("tensorflow", "tiny-bert", "cpu", 1, 8, "eager").unsupported_reason() is None
+    assert cell("pytorch", "tiny-xlm", "cpu", 1, 8, "eager").unsupported_reason() is None
 
 
 def test_the_registry_imports_no_framework():
