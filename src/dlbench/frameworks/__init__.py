@@ -15,10 +15,10 @@ from functools import cache
 from typing import TYPE_CHECKING, Literal, Protocol, overload
 
 from dlbench.frameworks.registry import REGISTERED
-from dlbench.measure.memory import DevicePeaks
-from dlbench.measure.timing import DeviceTimer
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # for annotations only: the registry beside this stays light
+    from dlbench.measure.memory import DevicePeaks
+    from dlbench.measure.timing import DeviceTimer
     from dlbench.scenarios.inference_ops import InferenceOps
     from dlbench.scenarios.train_step_ops import TrainStepOps
     from dlbench.scenarios.training_ops import TrainingOps
@@ -47,7 +47,7 @@ class Backend(Protocol):
     def synchronize(self) -> None:
         """Wait for queued device work, so that it falls inside a measurement."""
 
-    def device_timer(self) -> DeviceTimer | None:
+    def device_timer(self) -> "DeviceTimer | None":
         """Device events around a step on a GPU (None on the CPU or without events)."""
 
     def reset_device_memory(self) -> None:
@@ -56,7 +56,7 @@ class Backend(Protocol):
     def device_memory(self) -> dict[str, float | str] | None:
         """The framework's device-memory peaks since the reset, in MiB (None on the CPU)."""
 
-    def memory_counters(self) -> DevicePeaks | None:
+    def memory_counters(self) -> "DevicePeaks | None":
         """The framework's device-memory counters, for the phases of a cell (None on the
         CPU)."""
 
