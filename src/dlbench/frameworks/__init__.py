@@ -14,8 +14,6 @@ import importlib.util
 from functools import cache
 from typing import TYPE_CHECKING, Literal, Protocol, overload
 
-from dlbench.frameworks.registry import REGISTERED
-
 if TYPE_CHECKING:  # for annotations only: the registry beside this stays light
     from dlbench.measure.memory import DevicePeaks
     from dlbench.measure.timing import DeviceTimer
@@ -69,6 +67,8 @@ class Backend(Protocol):
 
 def load_backend(framework: str, device: str, threads: int, interop_threads: int) -> Backend:
     """Import the framework's backend (and so the framework) and configure it."""
+    from dlbench.frameworks.registry import REGISTERED
+
     if framework not in REGISTERED:
         raise ValueError(f"unknown framework {framework!r}; known: {', '.join(REGISTERED)}")
     module = importlib.import_module(f"dlbench.frameworks.{framework}.backend")

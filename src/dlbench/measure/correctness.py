@@ -6,9 +6,12 @@ from pathlib import Path
 
 import numpy as np
 
+from dlbench.frameworks import registry
 from dlbench.optimizations import Precision
 
-REFERENCE = "PyTorch eager, fp32, CPU, the same weights and token ids"
+# What every cell's output is compared with, as its record names it.
+REFERENCE = (f"{registry.get(registry.REFERENCE_FRAMEWORK).label} eager, fp32, CPU, "
+             "the same weights and token ids")
 
 
 def model_fingerprint(params: dict) -> str:
