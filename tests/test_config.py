@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from dlbench import config
+from dlbench.axes import FRAMEWORKS
 from dlbench.catalogue.recipes import optimizations
 from dlbench.models import MODELS
 from tests.conftest import TINY_CONFIG, snakemake, tiny_config, tool_env
@@ -85,7 +86,7 @@ def test_unknown_nested_key():
     ("key", "bad", "allowed"),
     [
         ("models", "bert-large", list(MODELS)),
-        ("frameworks", "jax", ["pytorch", "tensorflow"]),
+        ("frameworks", "caffe", list(FRAMEWORKS)),
         ("devices", "tpu", ["cpu", "gpu"]),
         ("optimizations", "tensorrt", list(optimizations("inference"))),
     ],

@@ -6,6 +6,7 @@ import os
 import pytest
 
 from dlbench import flops
+from dlbench.frameworks import registry
 from dlbench.models import MODELS
 from dlbench.models.vision import get_cnn
 
@@ -54,7 +55,7 @@ def test_the_flop_counter_agrees_on_a_tiny_transformer(name):
     spec = MODELS[name]
     config = getattr(transformers, spec.classes.config_class)(**spec.params)
     config._attn_implementation = "eager"
-    model = getattr(transformers, spec.classes.pytorch_class)(config).eval()
+    model = getattr(transformers, registry.get("pytorch").model_class(spec.family))(config).eval()
     ids = torch.randint(5, spec.vocab_size, (2, 16))
     assert _counted(model, ids) == pytest.approx(flops.forward_flops(name, 2, 16), rel=0.02)
 
@@ -71,7 +72,7 @@ def test_the_flop_counter_agrees_on_the_default_matrixs_real_models(name):
     spec = MODELS[name]
     config = getattr(transformers, spec.classes.config_class)(**spec.params)
     config._attn_implementation = "eager"
-    model = getattr(transformers, spec.classes.pytorch_class)(config).eval()
+    model = getattr(transformers, registry.get("pytorch").model_class(spec.family))(config).eval()
     ids = torch.randint(5, spec.vocab_size, (1, 64))
     assert _counted(model, ids) == flops.forward_flops(name, 1, 64)
 

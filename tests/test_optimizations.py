@@ -15,7 +15,7 @@ from dlbench import result
 from dlbench.catalogue import recipes
 from dlbench.catalogue.precisions import PRECISIONS
 from dlbench.catalogue.recipes import TEST_RECIPES_VARIABLE
-from dlbench.frameworks import cpu_precision_problem
+from dlbench.frameworks import cpu_precision_problem, registry
 from dlbench.measure.correctness import compare, load_reference, save_reference
 from dlbench.models import MODELS
 from dlbench.scenarios.inference import cell as Cell
@@ -133,9 +133,10 @@ def test_applicable_combinations_have_none():
 
 
 def test_the_2019_models_have_both_frameworks_and_a_tiny_variant():
+    both = [registry.get("pytorch"), registry.get("tensorflow")]
     for name in ("roberta-base", "distilgpt2", "xlnet-base-cased", "xlm-mlm-en-2048"):
         spec = MODELS[name]
-        assert spec.classes.pytorch_class and spec.classes.tensorflow_class
+        assert all(framework.model_class(spec.family) for framework in both)
         assert any(m.family == spec.family and m.name.startswith("tiny-") for m in
                    MODELS.values())
     assert MODELS["xlm-mlm-en-2048"].params["emb_dim"] == 2048
@@ -258,7 +259,7 @@ def test_optimization_runs_checks_and_validates(tmp_path, references, framework,
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("framework", ["pytorch", "tensorflow"])
+@pytest.mark.parametrize("framework", registry.REGISTERED)
 def test_a_planted_wrong_answer_is_flagged(tmp_path, references, framework):
     record = run_cell(tmp_path, references, framework, "tiny-bert", "planted-error",
                       **{TEST_RECIPES_VARIABLE: "1"})

@@ -19,6 +19,7 @@ from dlbench import result
 from dlbench.catalogue.recipes import declared
 from dlbench.data import __main__ as data_cli
 from dlbench.data import pipeline as pipelines
+from dlbench.frameworks import registry
 from dlbench.measure.training import efficiency, throughput
 from tests.conftest import tool_env
 
@@ -174,7 +175,7 @@ def decode_waits(data, framework: str, old: bool = False) -> dict[str, list[floa
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("framework", ["pytorch", "tensorflow"])
+@pytest.mark.parametrize("framework", registry.REGISTERED)
 def test_w0_decodes_a_batch_only_when_the_step_asks_for_it(tiny_data, framework):
     """Decoding a batch sleeps 10 ms an image (a planted slow decoder); after a 0.5 s step,
     w0's next batch still takes its full decoding time (it was not built during the step),

@@ -1,6 +1,7 @@
 """The recipe registry: recipes declared in each framework's folder, collected once for every
 scenario, with the precision held by the optimization, never read from its name."""
 
+import importlib
 import subprocess
 import sys
 
@@ -10,7 +11,6 @@ from dlbench import scenarios
 from dlbench.analysis.summary import derive
 from dlbench.catalogue import recipes
 from dlbench.catalogue.recipes import INFERENCE, TRAINING, Recipe
-from dlbench.frameworks import light
 from dlbench.scenarios.inference import cell as Cell
 from tests.conftest import tool_env
 
@@ -23,7 +23,7 @@ PLANTED = Recipe("planted-bf16", "a recipe only PyTorch declares (a test)", INFE
 def plant(monkeypatch):
     """Declare extra recipes in a framework's recipes module, for one test."""
     def plant(framework: str, *extra: Recipe) -> None:
-        module = light(framework, "recipes")
+        module = importlib.import_module(f"dlbench.frameworks.{framework}.recipes")
         monkeypatch.setattr(module, "RECIPES", (*module.RECIPES, *extra))
         recipes._registry.cache_clear()
 

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from dlbench import config, result
+from dlbench import config, peak, result
 from dlbench.matrix import expand_cells
 from tests.conftest import BIN, REPO, tool_env
 
@@ -120,9 +120,10 @@ def test_every_cell_ran_as_its_own_slurm_job(slurm_run, cells):
     # reference output for the one batch and length.
     others = sorted(key for key in all_jobs if key[0] != "measure_cell")
     threads = SLURM_CONFIG["measurement"]["threads"]
-    libraries = [("peak_library", f"{device}_fp32_{threads}_{library}") for device, library in
-                 [("cpu", "tf-matmul"), ("cpu", "torch-matmul"), ("cpu", "torch-onednn"),
-                  ("gpu", "tf-matmul"), ("gpu", "torch-matmul")]]
+    libraries = sorted(("peak_library", f"{device}_fp32_{threads}_{key}")
+                       for key, library in peak.LIBRARIES.items()
+                       if library.framework in SLURM_CONFIG["frameworks"]
+                       for device in library.devices)
     assert others == libraries + [("reference_output", "tiny-bert_1_8"),
                                   ("reference_weights", "tiny-bert")]
     # The cheap rules run in the Snakemake process itself, not as cluster jobs (the peak

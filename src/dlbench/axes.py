@@ -1,8 +1,11 @@
-"""The fixed values of the matrix axes that are not registries of their own."""
+"""The fixed values of the matrix axes, and the frameworks' names and labels from their
+registry (dlbench.frameworks.registry)."""
 
-FRAMEWORKS = ("pytorch", "tensorflow")
+from dlbench.frameworks.registry import REGISTERED, labels
+
+FRAMEWORKS = REGISTERED
 DEVICES = ("cpu", "gpu")
-FRAMEWORK_LABELS = {"pytorch": "PyTorch", "tensorflow": "TensorFlow"}
+FRAMEWORK_LABELS = labels()
 
 # How a cell whose optimization belongs to the other framework is unsupported: the
 # analysis counts such cells once as not applicable by this phrase (dlbench.analysis.status).

@@ -10,8 +10,12 @@ from functools import cache
 from importlib import metadata
 
 from dlbench import REPO_ROOT, __version__
+from dlbench.frameworks import registry
 
-LIBRARIES = ("torch", "tensorflow", "tf-keras", "transformers", "numpy", "snakemake")
+# Every registered framework's packages, then those the harness shares.
+LIBRARIES = (*(package for framework in registry.frameworks()
+               for package in framework.distributions),
+             "transformers", "numpy", "snakemake")
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dlbench import devices, env, paths, result, theoretical
+from dlbench.frameworks import registry
 
 # A CPU library that got less than this share of its threads' cores ran on a busy machine.
 BUSY_SHARE = 0.9
@@ -45,15 +46,11 @@ class Library:
     default: bool  # the framework's own path: what its eager layers reach
 
 
-# PyTorch's default is MKL's sgemm on x86 CPUs and cuBLAS on GPUs; oneDNN through PyTorch
-# is the path of frozen TorchScript and of torch.compile's packed linear layers (CPU);
-# TensorFlow's is Eigen with oneDNN's kernels (or oneDNN's own ops) on CPUs, cuBLAS on GPUs.
+# Every registered framework's libraries (its `about` says which and why), in the
+# registry's order.
 LIBRARIES = {
-    "torch-matmul": Library("pytorch", "PyTorch torch.matmul (MKL/cuBLAS)", ("cpu", "gpu"),
-                            True),
-    "torch-onednn": Library("pytorch", "PyTorch → oneDNN (mkldnn_linear)", ("cpu",), False),
-    "tf-matmul": Library("tensorflow", "TensorFlow tf.matmul (tf.function)", ("cpu", "gpu"),
-                         True),
+    library.key: Library(framework.name, library.name, library.devices, library.default)
+    for framework in registry.frameworks() for library in framework.gemm_libraries
 }
 
 

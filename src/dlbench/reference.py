@@ -14,25 +14,32 @@ import sys
 import time
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from dlbench import devices, env
 from dlbench.catalogue import recipes
 from dlbench.models import MODELS, get_model
 
+if TYPE_CHECKING:
+    from dlbench.scenarios.inference_ops import ReferenceOps
 
 def _fp32_eager() -> recipes.Optimization:
-    """What the reference runs: PyTorch eager in fp32 (on the CPU)."""
-    return recipes.optimization("inference", "eager", "pytorch")
+    """What the reference runs: the reference framework eager in fp32 (on the CPU)."""
+    from dlbench.frameworks.registry import REFERENCE_FRAMEWORK
+
+    return recipes.optimization("inference", "eager", REFERENCE_FRAMEWORK)
 
 
 @cache
-def _ops(threads: int):
-    """PyTorch's inference operations on the CPU (once per process: thread pools are set
-    only once)."""
+def _ops(threads: int) -> "ReferenceOps":
+    """The reference framework's (PyTorch's) inference operations on the CPU (once per
+    process: thread pools are set only once)."""
     env.set_thread_variables(threads)
     from dlbench.frameworks import load_backend, load_ops
+    from dlbench.frameworks.registry import REFERENCE_FRAMEWORK
 
-    return load_ops(load_backend("pytorch", "cpu", threads, 1), "inference")
+    ops = load_ops(load_backend(REFERENCE_FRAMEWORK, "cpu", threads, 1), "inference")
+    return cast("ReferenceOps", ops)  # it writes the shared weights, too (a test checks)
 
 
 def write_weights(model: str, seed: int, out: Path, threads: int) -> None:

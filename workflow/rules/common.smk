@@ -11,6 +11,7 @@ from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 from dlbench import config as dlbench_config
 from dlbench import paths
+from dlbench.frameworks import registry as frameworks
 from dlbench.jobs import job_args
 from dlbench.matrix import expand_cells, group_outputs
 
@@ -105,8 +106,13 @@ def cell_cpu_timing(wildcards):
     return int(job_device(wildcards) == "cpu" and cell_runs(wildcards))
 
 
+def framework_env(framework):
+    """A framework's conda environment file (its declaration's), as a rule names it."""
+    return f"../../{frameworks.get(framework).environment}"
+
+
 def cell_env(wildcards):
-    return f"../../envs/{job_cells(wildcards)[0].framework}.yaml"
+    return framework_env(job_cells(wildcards)[0].framework)
 
 
 def cell_inputs(wildcards):

@@ -41,7 +41,7 @@ rule peak_library:
         cpu_timing=cell_cpu_timing,
         **CELL_CLUSTER_RESOURCES,
     conda:
-        lambda w: f"../../envs/{LIBRARIES[w.library].framework}.yaml"
+        lambda w: framework_env(LIBRARIES[w.library].framework)
     shell:
         "PYTHONPATH={params.src:q} {params.python:q} -m dlbench peak"
         " --device={wildcards.device} --precision={wildcards.precision}"

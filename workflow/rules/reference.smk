@@ -1,7 +1,8 @@
 # The correctness check's shared inputs, made once and read by every cell that applies:
-# the seeded weights of each model (safetensors, loaded by PyTorch and, without torch, by
-# TensorFlow) and the reference output of each (model, batch, length): PyTorch eager in
-# fp32 on the CPU. Both jobs hold the CPU's device lock while they compute, so that they
+# the seeded weights of each model (safetensors, loaded by every framework, without torch
+# outside PyTorch) and the reference output of each (model, batch, length): the reference
+# framework's (dlbench.frameworks.registry: PyTorch) eager in fp32 on the CPU, in its
+# environment. Both jobs hold the CPU's device lock while they compute, so that they
 # never overlap a timing cell (and ask for cpu_timing, as timing cells do).
 
 
@@ -21,7 +22,7 @@ rule reference_weights:
         cpu_timing=1,
         mem_mb=reference_mem_mb,
     conda:
-        "../../envs/pytorch.yaml"
+        framework_env(frameworks.REFERENCE_FRAMEWORK)
     shell:
         "PYTHONPATH={params.src:q} {params.python:q} -m dlbench.reference weights"
         " --model={wildcards.model} --seed={params.seed} --threads={threads}"
@@ -48,7 +49,7 @@ rule reference_output:
         cpu_timing=1,
         mem_mb=reference_mem_mb,
     conda:
-        "../../envs/pytorch.yaml"
+        framework_env(frameworks.REFERENCE_FRAMEWORK)
     shell:
         "PYTHONPATH={params.src:q} {params.python:q} -m dlbench.reference output"
         " --model={wildcards.model} --batch={wildcards.batch} --seqlen={wildcards.seqlen}"

@@ -14,6 +14,7 @@ GPU) is a reason here; what depends on the model is the scenario's; what only th
 can say (does this CPU have native bf16?) is the backend's `precision_problem`.
 """
 
+import importlib
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -22,7 +23,6 @@ from types import MappingProxyType
 
 from dlbench.axes import FRAMEWORKS, other_framework_reason
 from dlbench.catalogue.precisions import PRECISIONS, Precision
-from dlbench.frameworks import light
 
 # The planted-error recipe (a test of the correctness check) exists only where this
 # variable is 1: no config can reach it otherwise.
@@ -169,7 +169,7 @@ class Optimization:
 
 def declared(framework: str) -> tuple[Recipe, ...]:
     """The recipes a framework declares in its recipes module (no framework imported)."""
-    return tuple(light(framework, "recipes").RECIPES)
+    return tuple(importlib.import_module(f"dlbench.frameworks.{framework}.recipes").RECIPES)
 
 
 def _declarations() -> Iterator[tuple[str, Recipe]]:

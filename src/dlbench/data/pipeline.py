@@ -24,6 +24,8 @@ per-channel mean and standard deviation; and hands the model the layout its reci
 import re
 from dataclasses import dataclass
 
+from dlbench.frameworks import registry
+
 PATTERN = r"^(memory|w(\d+)(-p(\d+))?(-cache)?(-pin)?)$"
 PAD = 4
 
@@ -45,9 +47,9 @@ class Pipeline:
         if self.pin and device != "gpu":
             return (f"pipeline '{self.name}': pinned memory speeds up copies to a GPU; "
                     "there is none")
-        if self.pin and framework == "tensorflow":
-            return (f"pipeline '{self.name}': pinned memory is a PyTorch DataLoader option; "
-                    "tf.data has none")
+        no_pinning = registry.get(framework).no_pinned_memory
+        if self.pin and no_pinning:
+            return f"pipeline '{self.name}': {no_pinning}"
         if self.prefetch is not None and self.workers == 0:
             return (f"pipeline '{self.name}': batches are prepared ahead by loaders; with 0 "
                     "workers there are none (PyTorch's prefetch_factor needs num_workers > 0)")

@@ -1,26 +1,28 @@
-"""Framework backends: one package per framework (pytorch/, tensorflow/).
+"""Framework backends: one package per registered framework (dlbench.frameworks.registry).
 
-Each package's `__init__` is the backend that every scenario needs (the device, thread
-pools, synchronization, device timer and memory peaks, out-of-memory detection, versions);
-its modules named after scenarios hold that scenario's operations (inference.py: build a
-transformer, make its inputs, apply a recipe). Only these packages import a framework, and
+Each package's `about` declares the framework (light: it imports nothing heavy); its
+`backend` is what every scenario needs (the device, thread pools, synchronization, device
+timer and memory peaks, out-of-memory detection, versions); its modules named after
+scenarios hold that scenario's operations, each implementing the scenario's declared
+interface (dlbench.scenarios.<scenario>_ops). Only these packages import a framework, and
 only the one a cell asks for, so a PyTorch cell never pays TensorFlow's import and
-`import dlbench` stays light. A package's light modules (`recipes`: its declarations) import
-no framework, and `light` loads them without running the package's `__init__`.
+`import dlbench` stays light. A package's `__init__`, `about` and `recipes` import no
+framework.
 """
 
 import importlib
 import importlib.util
-import sys
 from functools import cache
-from pathlib import Path
-from types import ModuleType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol, overload
 
-from dlbench.axes import FRAMEWORKS
 from dlbench.catalogue.precisions import PRECISIONS
-from dlbench.measure.memory import DevicePeaks
-from dlbench.measure.timing import DeviceTimer
+
+if TYPE_CHECKING:  # for annotations only: the registry beside this stays light
+    from dlbench.measure.memory import DevicePeaks
+    from dlbench.measure.timing import DeviceTimer
+    from dlbench.scenarios.inference_ops import InferenceOps
+    from dlbench.scenarios.train_step_ops import TrainStepOps
+    from dlbench.scenarios.training_ops import TrainingOps
 
 
 class Backend(Protocol):
@@ -46,7 +48,7 @@ class Backend(Protocol):
     def synchronize(self) -> None:
         """Wait for queued device work, so that it falls inside a measurement."""
 
-    def device_timer(self) -> DeviceTimer | None:
+    def device_timer(self) -> "DeviceTimer | None":
         """Device events around a step on a GPU (None on the CPU or without events)."""
 
     def reset_device_memory(self) -> None:
@@ -55,7 +57,7 @@ class Backend(Protocol):
     def device_memory(self) -> dict[str, float | str] | None:
         """The framework's device-memory peaks since the reset, in MiB (None on the CPU)."""
 
-    def memory_counters(self) -> DevicePeaks | None:
+    def memory_counters(self) -> "DevicePeaks | None":
         """The framework's device-memory counters, for the phases of a cell (None on the
         CPU)."""
 
@@ -68,33 +70,12 @@ class Backend(Protocol):
 
 def load_backend(framework: str, device: str, threads: int, interop_threads: int) -> Backend:
     """Import the framework's backend (and so the framework) and configure it."""
-    if framework not in FRAMEWORKS:
-        raise ValueError(f"unknown framework {framework!r}; known: {', '.join(FRAMEWORKS)}")
-    module = importlib.import_module(f"dlbench.frameworks.{framework}")
+    from dlbench.frameworks.registry import REGISTERED
+
+    if framework not in REGISTERED:
+        raise ValueError(f"unknown framework {framework!r}; known: {', '.join(REGISTERED)}")
+    module = importlib.import_module(f"dlbench.frameworks.{framework}.backend")
     return module.make_backend(device=device, threads=threads, interop_threads=interop_threads)
-
-
-def light(framework: str, module: str) -> ModuleType:
-    """A light module of a framework's package (`recipes`: declarations that import no
-    framework), loaded from its file without running the package's `__init__`, which is
-    the backend and imports the framework. Load such modules only through here: under a
-    name of their own, once per process, whether or not the framework is imported."""
-    name = f"_dlbench_light_{framework}_{module}"
-    if name in sys.modules:
-        return sys.modules[name]
-    path = Path(__file__).parent / framework / f"{module}.py"
-    if not path.is_file():
-        raise ModuleNotFoundError(f"framework {framework!r} has no module {module!r}",
-                                  name=name)
-    spec = importlib.util.spec_from_file_location(name, path)
-    loaded = importlib.util.module_from_spec(spec)
-    sys.modules[name] = loaded  # before running it, as import does (dataclasses need it)
-    try:
-        spec.loader.exec_module(loaded)
-    except BaseException:
-        del sys.modules[name]
-        raise
-    return loaded
 
 
 def import_ops(framework: str, scenario: str) -> None:
@@ -105,8 +86,21 @@ def import_ops(framework: str, scenario: str) -> None:
         importlib.import_module(name)
 
 
-def load_ops(backend: Backend, scenario: str) -> Any:
-    """A scenario's operations in the backend's framework (dlbench.frameworks.<fw>.<scenario>)."""
+@overload
+def load_ops(backend: Backend, scenario: Literal["inference"]) -> "InferenceOps": ...
+@overload
+def load_ops(backend: Backend, scenario: Literal["training"]) -> "TrainingOps": ...
+@overload
+def load_ops(backend: Backend, scenario: Literal["train_step"]) -> "TrainStepOps": ...
+@overload
+def load_ops(backend: Backend, scenario: str) -> object: ...  # a plugin's scenario
+
+
+def load_ops(backend: Backend, scenario: str) -> object:
+    """A scenario's operations in the backend's framework (dlbench.frameworks.<fw>.<scenario>):
+    they implement the scenario's declared interface (its `ops_interface`, e.g.
+    dlbench.scenarios.inference_ops.InferenceOps), which a test checks for every registered
+    framework."""
     module = importlib.import_module(f"dlbench.frameworks.{backend.name}.{scenario}")
     return module.make_ops(backend)
 

@@ -7,8 +7,11 @@ from pathlib import Path
 import numpy as np
 
 from dlbench.catalogue.precisions import Precision
+from dlbench.frameworks import registry
 
-REFERENCE = "PyTorch eager, fp32, CPU, the same weights and token ids"
+# What every cell's output is compared with, as its record names it.
+REFERENCE = (f"{registry.get(registry.REFERENCE_FRAMEWORK).label} eager, fp32, CPU, "
+             "the same weights and token ids")
 
 
 def model_fingerprint(params: dict) -> str:

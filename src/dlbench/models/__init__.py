@@ -1,7 +1,8 @@
 """The model registry: a model name in a config maps to architecture parameters kept here.
 
 Nothing named by a config is imported or downloaded: a config can only pick a name from
-this registry, and the transformers classes come from the fixed FAMILIES table.
+this registry, and the transformers classes come from the fixed FAMILIES table (configs)
+and each framework's declaration (models).
 """
 
 from dataclasses import dataclass, field
@@ -10,47 +11,31 @@ from types import MappingProxyType
 
 @dataclass(frozen=True)
 class Family:
-    """The transformers classes that build one architecture, in each framework.
-
-    A class that transformers 4.57 lacks is None: the matrix then records that
-    framework's cells of the family as `unsupported`, with the reason.
+    """One transformers architecture: its config class and how its config bounds the
+    inputs. Each framework names its own model class per family, in its folder
+    (dlbench.frameworks.<name>.about); a family without one there has `unsupported` cells
+    in that framework, with the reason.
     """
 
     config_class: str
-    pytorch_class: str | None
-    tensorflow_class: str | None
     # The config key that bounds the sequence length (None: no bound, e.g. relative
     # positions), and the one that sizes the vocabulary.
     max_positions_key: str | None
     vocab_key: str = "vocab_size"
     # Positions the model reserves (RoBERTa starts counting after its padding index).
     position_offset: int = 0
-    # Why the TensorFlow class cannot run under a mixed-precision policy, if it cannot.
-    tensorflow_no_mixed_precision: str | None = None
-
-    def class_name(self, framework: str) -> str | None:
-        return {"pytorch": self.pytorch_class, "tensorflow": self.tensorflow_class}[framework]
 
 
 FAMILIES = MappingProxyType(
     {
-        "bert": Family("BertConfig", "BertModel", "TFBertModel", "max_position_embeddings"),
-        "distilbert": Family(
-            "DistilBertConfig", "DistilBertModel", "TFDistilBertModel", "max_position_embeddings"
-        ),
-        "gpt2": Family("GPT2Config", "GPT2Model", "TFGPT2Model", "n_positions"),
+        "bert": Family("BertConfig", "max_position_embeddings"),
+        "distilbert": Family("DistilBertConfig", "max_position_embeddings"),
+        "gpt2": Family("GPT2Config", "n_positions"),
         "roberta": Family(
-            "RobertaConfig", "RobertaModel", "TFRobertaModel", "max_position_embeddings",
-            position_offset=2,  # padding_idx + 1
+            "RobertaConfig", "max_position_embeddings", position_offset=2,  # padding_idx + 1
         ),
-        "xlnet": Family(
-            "XLNetConfig", "XLNetModel", "TFXLNetModel", None,
-            tensorflow_no_mixed_precision=(
-                "transformers 4.57's TFXLNetModel fails under a mixed-precision Keras policy "
-                "(its relative attention mixes float32 and reduced-precision tensors)"
-            ),
-        ),
-        "xlm": Family("XLMConfig", "XLMModel", "TFXLMModel", "max_position_embeddings"),
+        "xlnet": Family("XLNetConfig", None),
+        "xlm": Family("XLMConfig", "max_position_embeddings"),
     }
 )
 

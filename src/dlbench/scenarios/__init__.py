@@ -67,6 +67,9 @@ class Scenario:
     groupable: ClassVar[bool] = False
     # Result sections of this scenario that become summary columns: section → column prefix.
     summary_sections: ClassVar[dict[str, str]] = {}
+    # The operations it asks of a framework (a Protocol, e.g. inference_ops.InferenceOps):
+    # each registered framework's dlbench.frameworks.<name>.<scenario> implements it.
+    ops_interface: ClassVar[type | None] = None
 
     def models(self) -> list[str]:
         """The model names a config may give this scenario."""

@@ -11,13 +11,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dlbench import paths
-from dlbench.axes import FRAMEWORK_LABELS
 from dlbench.catalogue import recipes
 from dlbench.catalogue.precisions import MIXED, PRECISIONS
 from dlbench.catalogue.recipes import Optimization
+from dlbench.frameworks import registry
 from dlbench.models import MODELS, ModelSpec, get_model
 from dlbench.scenarios import Axis, Scenario, register
 from dlbench.scenarios._compilation import COMPILATION_SCHEMA
+from dlbench.scenarios.inference_ops import InferenceOps
 
 if TYPE_CHECKING:
     import numpy as np
@@ -84,12 +85,14 @@ def prepare(ops, model, inputs: dict, optimization: Optimization):
 def transformer_inputs(backend, cell: "Cell", seed: int, inputs: dict
                        ) -> tuple["np.ndarray", str | None, str | None, "np.ndarray | None"]:
     """A registry model's cell's token ids, shared weights, reference file and reference
-    output (None without one). A reference needs the shared weights outside PyTorch, and
-    a stale one fails here, not after timing. Any scenario of these models shares it."""
+    output (None without one). A reference needs the shared weights outside the reference
+    framework (which seeds them itself), and a stale one fails here, not after timing. Any
+    scenario of these models shares it."""
     from dlbench.measure.correctness import load_reference
 
     weights, reference_file = inputs.get("weights"), inputs.get("reference")
-    if reference_file is not None and weights is None and backend.name != "pytorch":
+    seeds_them = backend.name == registry.REFERENCE_FRAMEWORK
+    if reference_file is not None and weights is None and not seeds_them:
         raise ValueError("a reference output needs the shared weights (--weights) as well")
     spec = get_model(cell.model)
     ids = token_ids(spec, cell.size("batch"), cell.size("seqlen"), seed)
@@ -100,17 +103,18 @@ def transformer_inputs(backend, cell: "Cell", seed: int, inputs: dict
 
 def transformer_problem(cell: "Cell", precision: str) -> str | None:
     """Why a cell of a registry model cannot apply whatever its recipe (None if it can):
-    no class in the cell's framework, a reduced precision that TensorFlow's class cannot
+    no class in the cell's framework, a reduced precision that the framework's class cannot
     run in, a sequence longer than the model's positions. Any scenario of these models
     (the `seqlen` axis) shares these rules."""
     spec = get_model(cell.model)
-    if spec.classes.class_name(cell.framework) is None:
+    framework = registry.get(cell.framework)
+    if framework.model_class(spec.family) is None:
         return (
-            f"transformers {TRANSFORMERS_LINE} has no {FRAMEWORK_LABELS[cell.framework]} "
+            f"transformers {TRANSFORMERS_LINE} has no {framework.label} "
             f"class for {cell.model} ({spec.family})"
         )
-    no_mixed = spec.classes.tensorflow_no_mixed_precision
-    if cell.framework == "tensorflow" and precision != "fp32" and no_mixed:
+    no_mixed = framework.no_mixed_precision.get(spec.family)
+    if precision != "fp32" and no_mixed:
         return f"optimization '{cell.optimization}' on {cell.model}: {no_mixed}"
     seqlen = cell.size("seqlen")
     if spec.max_positions is not None and seqlen > spec.max_positions:
@@ -123,6 +127,7 @@ def transformer_problem(cell: "Cell", precision: str) -> str | None:
 
 class Inference(Scenario):
     name = "inference"
+    ops_interface = InferenceOps
     description = "a transformer's forward pass without gradients (the 2019 benchmark)"
     axes = (
         Axis("batch", "batch_sizes", "b", "batch sizes (samples per call)"),
@@ -146,14 +151,14 @@ class Inference(Scenario):
                 or transformer_problem(cell, chosen.precision.name))
 
     def protocol(self, cell: "Cell") -> int:
-        """2 where dlbench after v1 measures differently: PyTorch's torchscript and compile
-        recipes (the same attention work as eager; frozen weights in compile on the CPU)
-        and TensorFlow on a GPU (float32 without TF32, memory growth)."""
+        """2 where dlbench after v1 measures differently: the recipe's (PyTorch's
+        torchscript and compile: the same attention work as eager, frozen weights in
+        compile on the CPU), or the framework's on the device (TensorFlow on a GPU: float32
+        without TF32, memory growth)."""
         protocol = recipes.optimization(self.recipes_of, cell.optimization,
                                        cell.framework).recipe.protocol
-        if cell.framework == "tensorflow" and cell.device == "gpu":
-            protocol = max(protocol, 2)
-        return protocol
+        floor = registry.get(cell.framework).inference_protocol.get(cell.device)
+        return protocol if floor is None else max(protocol, floor)
 
     # -- the shared weights and reference outputs (dlbench.reference) ----------------------
 
@@ -205,7 +210,7 @@ class Inference(Scenario):
             return {"status": "unsupported", "reason": problem}
         ids, weights, reference_file, expected = transformer_inputs(
             backend, cell, settings["seed"], inputs)
-        ops = load_ops(backend, self.name)
+        ops = load_ops(backend, "inference")
         backend.reset_device_memory()  # peaks of this cell only (in a group, too)
         memory = clock.memory
         if memory is not None:

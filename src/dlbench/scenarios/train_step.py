@@ -29,6 +29,7 @@ from dlbench.scenarios.inference import (
     transformer_inputs,
     transformer_problem,
 )
+from dlbench.scenarios.train_step_ops import TrainStepOps
 
 if TYPE_CHECKING:
     import numpy as np
@@ -60,6 +61,7 @@ def reference_loss(hidden: "np.ndarray", embeddings: "np.ndarray",
 
 class TrainStep(OptimizerSettings, Scenario):
     name = "train_step"
+    ops_interface = TrainStepOps
     description = ("a transformer's training step (forward, loss, backward, optimizer step), "
                    "the optimizer step timed on its own")
     axes = (
@@ -108,7 +110,7 @@ class TrainStep(OptimizerSettings, Scenario):
         ids, weights, reference_file, expected = transformer_inputs(
             backend, cell, settings["seed"], inputs)
         spec, optimizer = get_model(cell.model), OPTIMIZERS[cell.size("optimizer")]
-        ops = load_ops(backend, self.name)
+        ops = load_ops(backend, "train_step")
         backend.reset_device_memory()
         try:
             model = ops.build(spec, settings["seed"], optimization, weights)

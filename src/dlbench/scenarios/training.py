@@ -24,6 +24,7 @@ from dlbench.models.vision import get_cnn, initial_weights
 from dlbench.scenarios import Axis, Scenario, register
 from dlbench.scenarios._compilation import COMPILATION_SCHEMA
 from dlbench.scenarios._optimizer import OPTIMIZER_AXIS, OptimizerSettings
+from dlbench.scenarios.training_ops import TrainingOps
 
 if TYPE_CHECKING:
     from dlbench.matrix import Cell
@@ -33,6 +34,7 @@ DATASETS = ("synthetic", "digits", "cifar10")
 
 class Training(OptimizerSettings, Scenario):
     name = "training"
+    ops_interface = TrainingOps
     description = ("training the CNN from image files through each framework's own input "
                    "pipeline, test accuracy after every epoch")
     axes = (
@@ -152,7 +154,7 @@ class Training(OptimizerSettings, Scenario):
             pagecache.evict(files)
         cache = pagecache.after_eviction(files, settings["cold_cache"])
         test_images, test_labels = decode(manifest, "test")
-        ops = load_ops(backend, self.name)
+        ops = load_ops(backend, "training")
         backend.reset_device_memory()
         try:
             model = ops.build(spec, initial_weights(spec, seed), optimization)

@@ -10,10 +10,15 @@ not a speed-up over different work. transformers' eager attention (measurement.a
 eager) applies the mask in every recipe, as its TensorFlow classes do.
 """
 
+# The backend first: it sets the environment that transformers and the framework read
+# when they load.
+from dlbench.frameworks.pytorch.backend import InductorCaches, PyTorchBackend  # isort: split
+
 import contextlib
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +26,8 @@ import torch
 import transformers
 
 from dlbench.catalogue.recipes import Optimization
-from dlbench.frameworks.pytorch import InductorCaches, PyTorchBackend, dynamo
+from dlbench.frameworks.pytorch import dynamo
+from dlbench.frameworks.pytorch.about import FRAMEWORK
 from dlbench.models import ModelSpec
 
 _AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
@@ -37,6 +43,8 @@ _MOVEMENT = frozenset({
 
 
 class PyTorchInference:
+    recipes: dict[str, Callable]  # by name, bound to this instance (set in __init__)
+
     def __init__(self, backend: PyTorchBackend):
         self.backend = backend
         self.device = backend.device
@@ -60,7 +68,7 @@ class PyTorchInference:
         written by `dlbench.reference` if given, else random from the seed; `attention` is
         transformers' attention implementation (sdpa where the model has one, or eager)."""
         config = getattr(transformers, spec.classes.config_class)(**spec.params)
-        model_class = getattr(transformers, spec.classes.pytorch_class)
+        model_class = getattr(transformers, FRAMEWORK.model_class(spec.family))
         if attention == "eager" or getattr(model_class, "_supports_sdpa", False):
             config._attn_implementation = attention
         if weights is None:

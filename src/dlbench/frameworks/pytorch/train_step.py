@@ -4,13 +4,17 @@ training scenarios, and the step cut into forward + loss + backward and the opti
 under each recipe (eager, compile, compile-step, foreach, fused) and precision (bf16/fp16
 autocast, with a gradient scaler in fp16)."""
 
+# The backend first: it sets the environment that transformers and the framework read
+# when they load.
+from dlbench.frameworks.pytorch.backend import InductorCaches, PyTorchBackend  # isort: split
+
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 from dlbench.catalogue.optimizers import Optimizer
 from dlbench.catalogue.recipes import Optimization
-from dlbench.frameworks.pytorch import InductorCaches, PyTorchBackend, dynamo
+from dlbench.frameworks.pytorch import dynamo
 from dlbench.frameworks.pytorch.inference import PyTorchInference
 from dlbench.frameworks.pytorch.training import make_optimizer
 from dlbench.measure.parts import Step

@@ -2,6 +2,10 @@
 (Dataset + DataLoader with PIL decoding, or the decoded set in memory), the training step
 under each recipe and precision, and evaluation with dropout off."""
 
+# The backend first: it sets the environment that transformers and the framework read
+# when they load.
+from dlbench.frameworks.pytorch.backend import InductorCaches, PyTorchBackend  # isort: split
+
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -15,7 +19,7 @@ from dlbench.catalogue.optimizers import Optimizer
 from dlbench.catalogue.recipes import Optimization
 from dlbench.data import decode
 from dlbench.data.pipeline import PAD, Pipeline
-from dlbench.frameworks.pytorch import InductorCaches, PyTorchBackend, dynamo
+from dlbench.frameworks.pytorch import dynamo
 from dlbench.models.vision import CNN
 
 _AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}

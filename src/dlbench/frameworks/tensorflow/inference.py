@@ -3,6 +3,10 @@ XLA, each in fp32, tf32 or under a bf16/fp16 mixed-precision policy. transformer
 classes have one attention implementation, the explicit one (matmul, the additive mask,
 softmax, matmul), which applies the mask in every recipe."""
 
+# The backend first: it sets the environment that transformers and the framework read
+# when they load.
+from dlbench.frameworks.tensorflow.backend import TensorFlowBackend  # isort: split
+
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +14,7 @@ import tensorflow as tf
 import transformers
 
 from dlbench.catalogue.recipes import Optimization
-from dlbench.frameworks.tensorflow import TensorFlowBackend
+from dlbench.frameworks.tensorflow.about import FRAMEWORK
 from dlbench.models import ModelSpec
 
 _POLICIES = {"bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
@@ -69,7 +73,7 @@ class TensorFlowInference:
         tf.keras.utils.set_random_seed(seed)
         config = getattr(transformers, spec.classes.config_class)(**spec.params)
         with tf.device(self.backend.device_name):
-            model = getattr(transformers, spec.classes.tensorflow_class)(config)
+            model = getattr(transformers, FRAMEWORK.model_class(spec.family))(config)
             # Create the weights now, so that the first timed call is not weight creation.
             model.build_in_name_scope()
             if weights is not None:

@@ -5,12 +5,15 @@ functions — the gradients (forward, loss, backward), then applying them — so
 optimizer step is timed on its own: eager, or both as tf.function graphs (graph) or XLA
 clusters (xla), in float32 or a mixed-precision policy (loss scaling in fp16)."""
 
+# The backend first: it sets the environment that transformers and the framework read
+# when they load.
+from dlbench.frameworks.tensorflow.backend import TensorFlowBackend  # isort: split
+
 import numpy as np
 import tensorflow as tf
 
 from dlbench.catalogue.optimizers import Optimizer
 from dlbench.catalogue.recipes import Optimization
-from dlbench.frameworks.tensorflow import TensorFlowBackend
 from dlbench.frameworks.tensorflow.inference import TensorFlowInference
 from dlbench.frameworks.tensorflow.training import make_optimizer
 from dlbench.measure.parts import Step

@@ -2,6 +2,10 @@
 (tf.data with decode_png, or the decoded set in memory), the training step (eager,
 tf.function, XLA) in each precision, and evaluation with dropout off."""
 
+# The backend first: it sets the environment that transformers and the framework read
+# when they load.
+from dlbench.frameworks.tensorflow.backend import TensorFlowBackend  # isort: split
+
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -14,7 +18,6 @@ from dlbench.catalogue.optimizers import Optimizer
 from dlbench.catalogue.recipes import Optimization
 from dlbench.data import decode
 from dlbench.data.pipeline import PAD, Pipeline
-from dlbench.frameworks.tensorflow import TensorFlowBackend
 from dlbench.models.vision import CNN
 
 _POLICIES = {"bf16": "mixed_bfloat16", "fp16": "mixed_float16"}

@@ -1,0 +1,27 @@
+"""PyTorch, as the harness knows it without importing torch."""
+
+from types import MappingProxyType
+
+from dlbench.frameworks.descriptor import Framework, GemmLibrary
+
+FRAMEWORK = Framework(
+    name="pytorch",
+    label="PyTorch",
+    color="tab:blue",
+    environment="envs/pytorch.yaml",
+    distributions=("torch",),
+    model_classes=MappingProxyType({
+        "bert": "BertModel",
+        "distilbert": "DistilBertModel",
+        "gpt2": "GPT2Model",
+        "roberta": "RobertaModel",
+        "xlnet": "XLNetModel",
+        "xlm": "XLMModel",
+    }),
+    # The default is MKL's sgemm on x86 CPUs and cuBLAS on GPUs; oneDNN through PyTorch is
+    # the path of frozen TorchScript and of torch.compile's packed linear layers (CPU).
+    gemm_libraries=(
+        GemmLibrary("torch-matmul", "PyTorch torch.matmul (MKL/cuBLAS)", ("cpu", "gpu"), True),
+        GemmLibrary("torch-onednn", "PyTorch → oneDNN (mkldnn_linear)", ("cpu",), False),
+    ),
+)

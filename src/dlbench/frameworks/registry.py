@@ -1,0 +1,42 @@
+"""The registered frameworks. Adding one is a folder dlbench/frameworks/<name>/ (its
+`about` module declares it, `backend` and the scenarios' operations implement it) and one
+line in REGISTERED.
+
+Importing this module imports no framework: the `about` modules are light.
+"""
+
+import importlib
+from functools import cache
+
+from dlbench.frameworks.descriptor import Framework
+
+# One line per framework, in the order every listing shows them.
+REGISTERED = (
+    "pytorch",
+    "tensorflow",
+)
+
+# The framework whose eager fp32 output on the CPU is every inference cell's reference
+# (dlbench.reference): it builds the shared seeded weights that the others load.
+REFERENCE_FRAMEWORK = "pytorch"
+
+
+@cache
+def get(name: str) -> Framework:
+    """A registered framework's declaration (its folder's `about.FRAMEWORK`)."""
+    if name not in REGISTERED:
+        raise ValueError(f"unknown framework {name!r}; known: {', '.join(REGISTERED)}")
+    declared = importlib.import_module(f"dlbench.frameworks.{name}.about").FRAMEWORK
+    if declared.name != name:
+        raise ValueError(f"dlbench.frameworks.{name}.about declares {declared.name!r}")
+    return declared
+
+
+def frameworks() -> tuple[Framework, ...]:
+    """Every registered framework's declaration, in REGISTERED's order."""
+    return tuple(get(name) for name in REGISTERED)
+
+
+def labels() -> dict[str, str]:
+    """Each framework's name as the report writes it, e.g. {"pytorch": "PyTorch"}."""
+    return {framework.name: framework.label for framework in frameworks()}

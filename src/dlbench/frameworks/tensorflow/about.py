@@ -1,0 +1,33 @@
+"""TensorFlow, as the harness knows it without importing tensorflow."""
+
+from types import MappingProxyType
+
+from dlbench.frameworks.descriptor import Framework, GemmLibrary
+
+FRAMEWORK = Framework(
+    name="tensorflow",
+    label="TensorFlow",
+    color="tab:orange",
+    environment="envs/tensorflow.yaml",
+    # tf-keras: the Keras 2 that transformers' TF classes need on TF ≥ 2.16.
+    distributions=("tensorflow", "tf-keras"),
+    model_classes=MappingProxyType({
+        "bert": "TFBertModel",
+        "distilbert": "TFDistilBertModel",
+        "gpt2": "TFGPT2Model",
+        "roberta": "TFRobertaModel",
+        "xlnet": "TFXLNetModel",
+        "xlm": "TFXLMModel",
+    }),
+    # Eigen with oneDNN's kernels (or oneDNN's own ops) on CPUs, cuBLAS on GPUs.
+    gemm_libraries=(
+        GemmLibrary("tf-matmul", "TensorFlow tf.matmul (tf.function)", ("cpu", "gpu"), True),
+    ),
+    no_mixed_precision=MappingProxyType({
+        "xlnet": "transformers 4.57's TFXLNetModel fails under a mixed-precision Keras policy "
+                 "(its relative attention mixes float32 and reduced-precision tensors)",
+    }),
+    no_pinned_memory="pinned memory is a PyTorch DataLoader option; tf.data has none",
+    # On a GPU: float32 without TF32, and memory growth, unlike v1.
+    inference_protocol=MappingProxyType({"gpu": 2}),
+)
