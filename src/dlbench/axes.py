@@ -1,8 +1,8 @@
 """The fixed values of the matrix axes that are not registries of their own."""
 
-FRAMEWORKS = ("pytorch", "tensorflow")
+FRAMEWORKS = ("pytorch", "tensorflow", "jax")
 DEVICES = ("cpu", "gpu")
-FRAMEWORK_LABELS = {"pytorch": "PyTorch", "tensorflow": "TensorFlow"}
+FRAMEWORK_LABELS = {"pytorch": "PyTorch", "tensorflow": "TensorFlow", "jax": "JAX"}
 
 # How a cell whose optimization belongs to the other framework is unsupported: the
 # analysis counts such cells once as not applicable by this phrase (dlbench.analysis.status).

@@ -11,7 +11,8 @@ from importlib import metadata
 
 from dlbench import REPO_ROOT, __version__
 
-LIBRARIES = ("torch", "tensorflow", "tf-keras", "transformers", "numpy", "snakemake")
+LIBRARIES = ("torch", "tensorflow", "tf-keras", "jax", "jaxlib", "flax", "optax", "transformers",
+             "numpy", "snakemake")
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 

@@ -27,21 +27,27 @@ class Family:
     position_offset: int = 0
     # Why the TensorFlow class cannot run under a mixed-precision policy, if it cannot.
     tensorflow_no_mixed_precision: str | None = None
+    jax_class: str | None = None  # transformers' Flax class
 
     def class_name(self, framework: str) -> str | None:
-        return {"pytorch": self.pytorch_class, "tensorflow": self.tensorflow_class}[framework]
+        return {"pytorch": self.pytorch_class, "tensorflow": self.tensorflow_class,
+                "jax": self.jax_class}[framework]
 
 
 FAMILIES = MappingProxyType(
     {
-        "bert": Family("BertConfig", "BertModel", "TFBertModel", "max_position_embeddings"),
+        "bert": Family("BertConfig", "BertModel", "TFBertModel", "max_position_embeddings",
+                       jax_class="FlaxBertModel"),
         "distilbert": Family(
-            "DistilBertConfig", "DistilBertModel", "TFDistilBertModel", "max_position_embeddings"
+            "DistilBertConfig", "DistilBertModel", "TFDistilBertModel", "max_position_embeddings",
+            jax_class="FlaxDistilBertModel",
         ),
-        "gpt2": Family("GPT2Config", "GPT2Model", "TFGPT2Model", "n_positions"),
+        "gpt2": Family("GPT2Config", "GPT2Model", "TFGPT2Model", "n_positions",
+                       jax_class="FlaxGPT2Model"),
         "roberta": Family(
             "RobertaConfig", "RobertaModel", "TFRobertaModel", "max_position_embeddings",
             position_offset=2,  # padding_idx + 1
+            jax_class="FlaxRobertaModel",
         ),
         "xlnet": Family(
             "XLNetConfig", "XLNetModel", "TFXLNetModel", None,
