@@ -109,6 +109,9 @@ class JaxTraining:
     def build(self, spec: CNN, weights: dict[str, np.ndarray],
               optimization: TrainingOptimization) -> Model:
         """The CNN on the device with the given (canonical-layout) weights."""
+        if optimization.precision.name == "fp16":
+            raise NotImplementedError("JAX training in fp16 needs loss scaling, which optax "
+                                      "lacks and dlbench does not implement for JAX yet")
         net = Net(spec, _COMPUTE.get(optimization.precision.name, jnp.float32))
         params = jax.device_put(flax_weights(weights, spec), self.device)
         return Model(net, params, jit=optimization.recipe.compiled)
@@ -179,7 +182,10 @@ class JaxTraining:
                 b = jnp.arange(batch)[:, None, None]
                 x = x[b, rows[:, :, None], cols[:, None, :]]  # B H W C
                 x = jnp.where(flips[:, None, None, None], x[:, :, ::-1], x)
-                yield (x.astype(jnp.float32) - mean) / std, targets[index]
+                # Ready when handed over: augmenting is the pipeline's time (its input
+                # wait), as in the others' memory pipelines on the CPU.
+                yield jax.block_until_ready(((x.astype(jnp.float32) - mean) / std,
+                                             targets[index]))
 
         return epoch
 
@@ -188,7 +194,7 @@ class JaxTraining:
     def train_step(self, model: Model, opt: optax.GradientTransformation,
                    optimization: TrainingOptimization) -> "JaxStep":
         """The training step, in parts (see dlbench.measure.training.Step)."""
-        return JaxStep(model, opt, self.device, self.seed)
+        return JaxStep(model, opt, self.backend, self.seed)
 
     def compilation(self) -> None:
         """torch.compile's counters: none in JAX."""
@@ -230,12 +236,15 @@ class JaxStep:
     of a dropout key split from the step's), optimizer step (optax). Under `jit`, like
     TensorFlow's graph: the whole step is one compiled program, and timed in parts
     gradients and the optimizer step are two (the gradients then leave the first as its
-    outputs). The parameters and the optimizer state are values the step replaces."""
+    outputs). The parameters and the optimizer state are values the step replaces. Each
+    part hands its arrays to the backend's `hold`, so that `synchronize` waits for them
+    (JAX dispatches asynchronously, on the CPU too)."""
 
     separable = True
 
-    def __init__(self, model: Model, opt: optax.GradientTransformation, device, seed: int):
-        self.model, self.opt, self.device = model, opt, device
+    def __init__(self, model: Model, opt: optax.GradientTransformation, backend, seed: int):
+        self.model, self.opt, self.device, self.hold = model, opt, backend.device, backend.hold
+        device = self.device
         self.opt_state = jax.device_put(opt.init(model.params), device)
         self.key = jax.device_put(jax.random.key(seed), device)
         self._grads = None
@@ -267,20 +276,21 @@ class JaxStep:
 
     def to_device(self, batch):
         x, y = batch  # numpy arrays from the files, or arrays already on the device
-        return jax.device_put(x, self.device), jax.device_put(y, self.device)
+        return self.hold((jax.device_put(x, self.device), jax.device_put(y, self.device)))
 
     def forward_backward(self, x, y) -> jax.Array:
-        loss, self._grads, self.key = self._gradients(self.model.params, self.key, x, y)
+        loss, self._grads, self.key = self.hold(
+            self._gradients(self.model.params, self.key, x, y))
         return loss
 
     def optimizer_step(self) -> None:
-        self.model.params, self.opt_state = self._apply(self.model.params, self.opt_state,
-                                                        self._grads)
+        self.model.params, self.opt_state = self.hold(
+            self._apply(self.model.params, self.opt_state, self._grads))
         self._grads = None
 
     def compute(self, x, y) -> jax.Array:
-        loss, self.model.params, self.opt_state, self.key = self._compute(
-            self.model.params, self.opt_state, self.key, x, y)
+        loss, self.model.params, self.opt_state, self.key = self.hold(
+            self._compute(self.model.params, self.opt_state, self.key, x, y))
         return loss
 
     def __call__(self, batch) -> jax.Array:
