@@ -1,6 +1,6 @@
-"""The training scenario: the same CNN in both frameworks (parameters, layer shapes, logits),
+"""The training scenario: the same CNN in every framework (parameters, layer shapes, logits),
 data sets built from every source, input-pipeline settings, the cells and their reasons,
-and training cells measured for real in both frameworks."""
+and training cells measured for real in every framework."""
 
 import json
 import pickle
@@ -66,12 +66,16 @@ SHAPES = {
     "pytorch": ("{k: list(v.shape) for k, v in model.state_dict().items()}",
                 "sum(p.numel() for p in model.parameters())"),
     "tensorflow": ("{w.name: list(w.shape) for w in model.weights}", "model.count_params()"),
+    "jax": ("{'/'.join(k): list(v.shape) for k, v in __import__('flax').traverse_util"
+            ".flatten_dict(model.params).items()}",
+            "sum(v.size for v in __import__('jax').tree.leaves(model.params))"),
 }
 
 
-def test_both_frameworks_build_the_same_function(tmp_path):
+def test_every_framework_builds_the_same_function(tmp_path):
     """Same parameter count, the same layers in each framework's layout, and the same
-    logits for one batch with dropout off, from the same initial weights."""
+    logits for one batch with dropout off, from the same initial weights (PyTorch's are
+    the reference)."""
     found = {}
     for framework, (shapes, count) in SHAPES.items():
         out = tmp_path / f"{framework}.npy"
@@ -79,15 +83,20 @@ def test_both_frameworks_build_the_same_function(tmp_path):
         code = code.replace("int(count)", f"int({count})")
         found[framework] = json.loads(python(code).strip().splitlines()[-1])
         found[framework]["logits"] = np.load(out)
-    assert found["pytorch"]["parameters"] == found["tensorflow"]["parameters"] == 3_441_592
-    torch_shapes, tf_shapes = found["pytorch"]["shapes"], found["tensorflow"]["shapes"]
-    assert torch_shapes["conv2.weight"] == [50, 50, 3, 3]  # OIHW
-    assert tf_shapes["conv2/kernel:0"] == [3, 3, 50, 50]  # HWIO
-    assert torch_shapes["fc1.weight"] == [512, 6400] and tf_shapes["fc1/kernel:0"] == [6400, 512]
-    a, b = found["pytorch"]["logits"], found["tensorflow"]["logits"]
-    assert a.shape == b.shape == (16, 10)
-    assert np.abs(a - b).max() / np.abs(a).max() < 1e-4  # the fp32 tolerance of inference
-    assert np.abs(a).max() > 1e-3  # not a trivial agreement
+    assert {fw: found[fw]["parameters"] for fw in SHAPES} == dict.fromkeys(SHAPES, 3_441_592)
+    shapes = {fw: found[fw]["shapes"] for fw in SHAPES}
+    assert shapes["pytorch"]["conv2.weight"] == [50, 50, 3, 3]  # OIHW
+    assert shapes["tensorflow"]["conv2/kernel:0"] == shapes["jax"]["conv2/kernel"] == [
+        3, 3, 50, 50]  # HWIO
+    assert shapes["pytorch"]["fc1.weight"] == [512, 6400]
+    assert shapes["tensorflow"]["fc1/kernel:0"] == shapes["jax"]["fc1/kernel"] == [6400, 512]
+    a = found["pytorch"]["logits"]
+    assert a.shape == (16, 10) and np.abs(a).max() > 1e-3  # not a trivial agreement
+    for framework in SHAPES:
+        b = found[framework]["logits"]
+        assert b.shape == a.shape
+        # the fp32 tolerance of inference
+        assert np.abs(a - b).max() / np.abs(a).max() < 1e-4, framework
 
 
 # -- data sets and pipelines -----------------------------------------------------------------
@@ -221,6 +230,7 @@ def run_training(tmp_path, data, framework, pipeline, optimization, *extra) -> d
 @pytest.mark.parametrize(("framework", "pipeline", "optimization"), [
     ("pytorch", "w2-cache", "eager"), ("pytorch", "memory", "compile"),
     ("tensorflow", "w2-cache", "graph"), ("tensorflow", "memory", "xla"),
+    ("jax", "w2-cache", "jit"), ("jax", "memory", "eager"),
 ])
 def test_pipelines_and_recipes_train_and_record(tmp_path, small_data, framework, pipeline,
                                                 optimization):
