@@ -74,7 +74,7 @@ ops = load_ops(load_backend(framework, "cpu", 2, 1), "training")
 spec = MODELS["cnn"]
 
 def layout(x):
-    if framework == "tensorflow":
+    if framework != "pytorch":
         return "NCHW" if tuple(x.shape[1:]) == (3, 32, 32) else (
             "NHWC" if tuple(x.shape[1:]) == (32, 32, 3) else str(tuple(x.shape)))
     if x.is_contiguous():
@@ -104,11 +104,11 @@ print(json.dumps(found))
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("framework", ["pytorch", "tensorflow"])
+@pytest.mark.parametrize("framework", ["pytorch", "tensorflow", "jax"])
 def test_every_pipeline_hands_the_model_its_recipes_layout(tiny_data, framework):
     """Every pipeline × every recipe: the batch a pipeline yields is in the framework's
     canonical layout (PyTorch: NCHW, contiguous; TensorFlow: NHWC, or NCHW for
-    channels-first), and after the step's copy in the layout the recipe names — what the
+    channels-first; JAX: NHWC), and after the step's copy in the layout the recipe names — what the
     model's forward receives (checked by a forward hook where the model runs eagerly)."""
     names = recipes(framework)
     found = run_script(LAYOUT.format(framework=framework, recipes=names, batch=BATCH,
@@ -173,7 +173,7 @@ def decode_waits(data, framework: str, old: bool = False) -> dict[str, list[floa
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("framework", ["pytorch", "tensorflow"])
+@pytest.mark.parametrize("framework", ["pytorch", "tensorflow", "jax"])
 def test_w0_decodes_a_batch_only_when_the_step_asks_for_it(tiny_data, framework):
     """Decoding a batch sleeps 10 ms an image (a planted slow decoder); after a 0.5 s step,
     w0's next batch still takes its full decoding time (it was not built during the step),

@@ -283,8 +283,8 @@ def digits_data(tmp_path_factory):
 
 @pytest.mark.slow
 def test_the_match_tells_two_different_models_from_the_same_one(tmp_path, digits_data):
-    """Real training on the digits (1,438 images, 359 to test): PyTorch and TensorFlow with
-    the same settings match; a PyTorch cell trained with a learning rate 10,000× lower —
+    """Real training on the digits (1,438 images, 359 to test): PyTorch, TensorFlow and JAX
+    with the same settings match; a PyTorch cell trained with a learning rate 10,000× lower —
     a framework that ignores its learning rate, say — while its record claims the same
     configuration, is a mismatch, and both sides' cells count as wrong answers. (Seen
     here: after 2 epochs PyTorch 78.0% and 81.3%, TensorFlow 79.9% and 77.7% in two runs,
@@ -303,11 +303,12 @@ def test_the_match_tells_two_different_models_from_the_same_one(tmp_path, digits
 
     pytorch, tensorflow = trained("pytorch", "eager", 0.001), trained("tensorflow", "graph",
                                                                       0.001)
+    jax = trained("jax", "jit", 0.001)
     slow = trained("pytorch", "foreach", 1e-7)  # foreach: the same arithmetic, its own id
-    alike = derive(aggregate.table([pytorch, tensorflow]))
+    alike = derive(aggregate.table([pytorch, tensorflow, jax]))
     verdict = training.accuracy_match(alike).iloc[0]
     assert verdict["verdict"] == "match", verdict.to_dict()
-    assert min(verdict["pytorch accuracy"], verdict["tensorflow accuracy"]) > 0.6
+    assert min(verdict[f"{fw} accuracy"] for fw in ("pytorch", "tensorflow", "jax")) > 0.6
     assert alike["checked"].all() and not alike["wrong_answer"].any()
     different = derive(aggregate.table([slow, tensorflow]))
     verdict = training.accuracy_match(different).iloc[0]

@@ -111,3 +111,20 @@ class LoadImage:
             pixels = pixels[:, ::-1]
         return (pixels.astype(np.float32) - self.mean) / self.std, \
             np.int32(self.entries[index][1])
+
+
+def exit_with_parent(worker: int = 0, workers: int = 0, poll_s: float = 0.5) -> None:
+    """In a loader process: end it when the process that started it is gone (killed, or
+    ended with os._exit), as PyTorch's DataLoader workers do; Grain's spawned workers
+    would otherwise outlive it, holding its output pipes open."""
+    import os
+    import threading
+
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll_s)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()

@@ -20,7 +20,7 @@ import numpy as np
 import optax
 
 from dlbench.data import decode
-from dlbench.data.loader import EpochSlots, LoadImage, SharedImages
+from dlbench.data.loader import EpochSlots, LoadImage, SharedImages, exit_with_parent
 from dlbench.data.pipeline import PAD, Pipeline
 from dlbench.models.vision import CNN
 from dlbench.training_recipes import Optimizer, TrainingOptimization
@@ -147,7 +147,8 @@ class JaxTraining:
         if pipeline.workers:  # each worker process builds whole batches, `ahead` in advance
             _parse_absl_flags()
             dataset = dataset.mp_prefetch(grain.MultiprocessingOptions(
-                num_workers=pipeline.workers, per_worker_buffer_size=pipeline.ahead))
+                num_workers=pipeline.workers, per_worker_buffer_size=pipeline.ahead),
+                worker_init_fn=exit_with_parent)
         iterator = iter(dataset)
         self._iterators.append(iterator)
         steps = slots.per_epoch // batch
