@@ -9,6 +9,8 @@
                         (default 2, PyTorch's prefetch_factor; tf.data prefetches N × M
                         batches), decoded images kept for every loader once decoded (one
                         shared array in both), pinned host memory (GPU).
+                        JAX: Grain's MapDataset with N spawned worker processes, each
+                        building whole batches, `per_worker_buffer_size` M.
                         w0: the main process decodes each batch when the step asks for it,
                         nothing is prepared ahead. tf.data runs without its default
                         optimizations (map_and_batch_fusion's thread would build the next
@@ -18,7 +20,7 @@ Every pipeline applies the same augmentation: a random 32×32 crop of the image 
 (zeros), a horizontal flip with probability 1/2, and normalisation with the training set's
 per-channel mean and standard deviation; and hands the model the layout its recipe names
 (PyTorch: NCHW, channels_last for `channels-last`; TensorFlow: NHWC, NCHW for
-`channels-first`).
+`channels-first`; JAX: NHWC).
 """
 
 import re
@@ -45,9 +47,10 @@ class Pipeline:
         if self.pin and device != "gpu":
             return (f"pipeline '{self.name}': pinned memory speeds up copies to a GPU; "
                     "there is none")
-        if self.pin and framework == "tensorflow":
+        if self.pin and framework != "pytorch":
+            loader = {"tensorflow": "tf.data", "jax": "Grain"}.get(framework, framework)
             return (f"pipeline '{self.name}': pinned memory is a PyTorch DataLoader option; "
-                    "tf.data has none")
+                    f"{loader} has none")
         if self.prefetch is not None and self.workers == 0:
             return (f"pipeline '{self.name}': batches are prepared ahead by loaders; with 0 "
                     "workers there are none (PyTorch's prefetch_factor needs num_workers > 0)")
