@@ -21,6 +21,7 @@ from dlbench.optimizations import COMPILED, EAGER, PRECISIONS, Precision
 _PYTORCH = frozenset({"pytorch"})
 _TENSORFLOW = frozenset({"tensorflow"})
 _BOTH = _PYTORCH | _TENSORFLOW
+_JAX = frozenset({"jax"})
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,8 @@ RECIPES = MappingProxyType({
         TrainingRecipe("channels-first", _TENSORFLOW, "convolutions in channels_first (NCHW)",
                        gpu_only="TensorFlow's CPU convolution and pooling kernels support "
                        "only NHWC (channels_last)", convolutions_only=True),
+        TrainingRecipe("jit", _JAX, "the training step's functions under jax.jit: XLA",
+                       compiled=True),
     )
 })
 
