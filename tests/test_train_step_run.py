@@ -14,7 +14,10 @@ from tests.conftest import tool_env
 # Real `dlbench run` processes in both frameworks: end-to-end, left out of the quick subset.
 pytestmark = pytest.mark.slow
 
-FRAMEWORKS = ("pytorch", "tensorflow")
+FRAMEWORKS = ("pytorch", "tensorflow", "jax")
+# Each framework's step as it runs by default: JAX's compiled by jax.jit (op by op, a
+# training step in JAX is not what anyone runs).
+RECIPE = {"pytorch": "eager", "tensorflow": "eager", "jax": "jit"}
 BATCH, SEQLEN = 2, 16
 QUICK = ["--warmup-iterations=1", "--min-duration-s=0.1", "--min-iterations=10"]
 
@@ -52,7 +55,7 @@ def records(request, tmp_path_factory) -> dict[str, dict]:
     folder = tmp_path_factory.mktemp("train_step")
     weights, reference = shared_inputs(folder, model)
     return {framework: run_cell(folder / f"{framework}.json", framework, model, optimizer,
-                                "eager", weights, reference)
+                                RECIPE[framework], weights, reference)
             for framework in FRAMEWORKS}
 
 
@@ -79,11 +82,12 @@ def test_a_step_is_timed_whole_and_in_its_parts(records, framework):
     assert record["settings"]["weights"].endswith("model.safetensors")
 
 
-def test_both_frameworks_start_from_the_same_loss(records):
+def test_every_framework_starts_from_the_same_loss(records):
     """The same weights and the same loss function: the loss before training (dropout
     off) agrees between the frameworks, and with the reference's, to fp32 rounding."""
-    pytorch, tensorflow = (records[f]["loss"]["initial"] for f in FRAMEWORKS)
-    assert tensorflow == pytest.approx(pytorch, rel=1e-5)
+    pytorch = records["pytorch"]["loss"]["initial"]
+    for framework in FRAMEWORKS:
+        assert records[framework]["loss"]["initial"] == pytest.approx(pytorch, rel=1e-5)
     for record in records.values():
         check = record["correctness"]
         assert check["within_tolerance"] and check["max_rel_error"] < 1e-5
@@ -136,3 +140,23 @@ def test_tensorflows_legacy_optimizer(tmp_path):
     assert "one C++ kernel per variable" in record["step"]["implementation"]
     assert record["step"]["separable"] and record["correctness"]["within_tolerance"]
     assert record["loss"]["last"] < record["loss"]["first"]
+
+
+@pytest.mark.slow
+def test_jax_fp16_scales_its_loss(tmp_path):
+    """JAX in fp16: the Flax modules compute in float16, the loss scaled dynamically as
+    PyTorch's GradScaler does; the loss falls and stays finite (unscaled, a step in float16
+    would underflow its gradients or overflow)."""
+    from dlbench.frameworks import cpu_precision_problem
+
+    weights, reference = shared_inputs(tmp_path, "tiny-bert")
+    record = run_cell(tmp_path / "jax.json", "jax", "tiny-bert", "adam", "jit-fp16",
+                      weights, reference)
+    problem = cpu_precision_problem("fp16")
+    if problem:  # this CPU has no native fp16
+        assert (record["status"], record["reason"]) == ("unsupported", problem)
+        return
+    assert record["status"] == "ok", record["reason"]
+    assert "dynamic loss scaling" in record["step"]["how"]
+    assert record["correctness"]["within_tolerance"]
+    assert record["loss"]["finite"] and record["loss"]["last"] < record["loss"]["first"]

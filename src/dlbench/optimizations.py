@@ -123,6 +123,8 @@ EAGER, COMPILED = "eager", "compiled"
 _PYTORCH = frozenset({"pytorch"})
 _TENSORFLOW = frozenset({"tensorflow"})
 _BOTH = _PYTORCH | _TENSORFLOW
+_JAX = frozenset({"jax"})
+_ALL = _BOTH | _JAX
 
 # Inductor's recommended settings for CPU inference: weights frozen into constants, which
 # lets it constant-fold them and prepack them for oneDNN, and which its CPU GEMM templates
@@ -135,7 +137,7 @@ _SAME_ATTENTION = 2
 RECIPES = {
     r.name: r
     for r in (
-        Recipe("eager", _BOTH, "the framework's default, op by op"),
+        Recipe("eager", _ALL, "the framework's default, op by op"),
         Recipe(
             "torchscript", _PYTORCH,
             "torch.jit.trace of the model (as in the 2019 transformers benchmark)",
@@ -161,11 +163,15 @@ RECIPES = {
         ),
         Recipe("graph", _TENSORFLOW, "tf.function graph execution", compiled=True),
         Recipe("xla", _TENSORFLOW, "tf.function with jit_compile=True (XLA)", compiled=True),
+        Recipe("jit", _JAX,
+               "jax.jit of the Flax model's forward pass, weights as arguments: XLA compiles "
+               "it whole at the first call (bf16/fp16: the Flax modules' computation dtype, "
+               "weights float32)", compiled=True),
     )
 }
 if os.environ.get(TEST_RECIPES_VARIABLE) == "1":
     RECIPES["planted-error"] = Recipe(
-        "planted-error", _BOTH, "eager with its output scaled by 1.01 (tests the check)",
+        "planted-error", _ALL, "eager with its output scaled by 1.01 (tests the check)",
         precisions=("fp32",), perturb=1.01,
     )
 RECIPES = MappingProxyType(RECIPES)

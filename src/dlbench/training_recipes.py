@@ -22,6 +22,7 @@ _PYTORCH = frozenset({"pytorch"})
 _TENSORFLOW = frozenset({"tensorflow"})
 _JAX = frozenset({"jax"})
 _BOTH = _PYTORCH | _TENSORFLOW
+_JAX = frozenset({"jax"})
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,8 @@ RECIPES = MappingProxyType({
         TrainingRecipe("channels-first", _TENSORFLOW, "convolutions in channels_first (NCHW)",
                        gpu_only="TensorFlow's CPU convolution and pooling kernels support "
                        "only NHWC (channels_last)", convolutions_only=True),
+        TrainingRecipe("jit", _JAX, "the training step's functions under jax.jit: XLA",
+                       compiled=True),
     )
 })
 

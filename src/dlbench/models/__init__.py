@@ -28,6 +28,8 @@ class Family:
     # Why the TensorFlow class cannot run under a mixed-precision policy, if it cannot.
     tensorflow_no_mixed_precision: str | None = None
     jax_class: str | None = None  # transformers' Flax class
+    # Why the Flax class cannot compute in float16, if it cannot.
+    jax_no_fp16: str | None = None
 
     def class_name(self, framework: str) -> str | None:
         return {"pytorch": self.pytorch_class, "tensorflow": self.tensorflow_class,
@@ -41,6 +43,8 @@ FAMILIES = MappingProxyType(
         "distilbert": Family(
             "DistilBertConfig", "DistilBertModel", "TFDistilBertModel", "max_position_embeddings",
             jax_class="FlaxDistilBertModel",
+            jax_no_fp16=("transformers 4.57's FlaxDistilBertModel masks attention scores with "
+                         "1e30 × (1 − mask), which is inf × 0 = NaN in float16"),
         ),
         "gpt2": Family("GPT2Config", "GPT2Model", "TFGPT2Model", "n_positions",
                        jax_class="FlaxGPT2Model"),

@@ -110,6 +110,8 @@ def transformer_problem(cell: "Cell", precision: str) -> str | None:
     no_mixed = spec.classes.tensorflow_no_mixed_precision
     if cell.framework == "tensorflow" and precision != "fp32" and no_mixed:
         return f"optimization '{cell.optimization}' on {cell.model}: {no_mixed}"
+    if cell.framework == "jax" and precision == "fp16" and spec.classes.jax_no_fp16:
+        return f"optimization '{cell.optimization}' on {cell.model}: {spec.classes.jax_no_fp16}"
     seqlen = cell.size("seqlen")
     if spec.max_positions is not None and seqlen > spec.max_positions:
         return (

@@ -30,17 +30,17 @@ class JaxBackend:
     name = "jax"
 
     def __init__(self, device: str, threads: int, interop_threads: int):
-        if jax._src.xla_bridge.backends_are_initialized():
-            raise RuntimeError("JAX started before its backend: its thread pool and "
-                               "platforms can no longer be set")
-        # XLA:CPU sizes its intra-op pool from PJRT_NPROC when its client starts (else
-        # from the CPUs it may run on); there is no API for it.
-        os.environ["PJRT_NPROC"] = str(threads)
         self.requested_threads = threads
         self.on_gpu = device == "gpu"
-        if not self.on_gpu:
-            # A CUDA build would otherwise start on the GPU too (and take its memory).
-            jax.config.update("jax_platforms", "cpu")
+        # Both are read once, when JAX's clients start (a second backend in one process
+        # gets the first one's; thread_settings reports the pool that really exists).
+        if not jax._src.xla_bridge.backends_are_initialized():
+            # XLA:CPU sizes its intra-op pool from PJRT_NPROC (else from the CPUs it may
+            # run on); there is no API for it.
+            os.environ["PJRT_NPROC"] = str(threads)
+            if not self.on_gpu:
+                # A CUDA build would otherwise start on the GPU too (and take its memory).
+                jax.config.update("jax_platforms", "cpu")
         self._problem: str | None = None
         try:
             self.device = jax.devices("gpu" if self.on_gpu else "cpu")[0]
