@@ -231,7 +231,7 @@ def run_training(tmp_path, data, framework, pipeline, optimization, *extra) -> d
 @pytest.mark.parametrize(("framework", "pipeline", "optimization"), [
     ("pytorch", "w2-cache", "eager"), ("pytorch", "memory", "compile"),
     ("tensorflow", "w2-cache", "graph"), ("tensorflow", "memory", "xla"),
-    ("jax", "w2-cache", "jit"), ("jax", "memory", "eager"),
+    ("jax", "w2-cache", "jit"), ("jax", "memory", "jit"),
 ])
 def test_pipelines_and_recipes_train_and_record(tmp_path, small_data, framework, pipeline,
                                                 optimization):

@@ -20,7 +20,6 @@ from dlbench.optimizations import COMPILED, EAGER, PRECISIONS, Precision
 
 _PYTORCH = frozenset({"pytorch"})
 _TENSORFLOW = frozenset({"tensorflow"})
-_JAX = frozenset({"jax"})
 _BOTH = _PYTORCH | _TENSORFLOW
 _JAX = frozenset({"jax"})
 
@@ -46,8 +45,8 @@ class TrainingRecipe:
 
 RECIPES = MappingProxyType({
     r.name: r for r in (
-        TrainingRecipe("eager", _BOTH | _JAX, "the framework's default: PyTorch eager in "
-                       "NCHW, TensorFlow eager (GradientTape) in NHWC, JAX op by op in NHWC"),
+        TrainingRecipe("eager", _BOTH, "the framework's default: PyTorch eager in NCHW, "
+                       "TensorFlow eager (GradientTape) in NHWC"),
         TrainingRecipe("channels-last", _PYTORCH, "model and batches in channels_last (NHWC) "
                        "memory format", convolutions_only=True),
         TrainingRecipe("compile", _PYTORCH, "torch.compile of the model (forward and "
@@ -70,9 +69,6 @@ RECIPES = MappingProxyType({
                        "tf.keras.optimizers.legacy (eager): one C++ kernel per variable "
                        "(ResourceApplyAdam, ResourceApplyKerasMomentum), the implementation "
                        "before TensorFlow 2.11, whose optimizers compose TensorFlow ops"),
-        TrainingRecipe("jit", _JAX, "the training step under jax.jit: XLA programs (one "
-                       "for the whole step; timed in parts, gradients and optimizer step)",
-                       compiled=True),
         TrainingRecipe("channels-first", _TENSORFLOW, "convolutions in channels_first (NCHW)",
                        gpu_only="TensorFlow's CPU convolution and pooling kernels support "
                        "only NHWC (channels_last)", convolutions_only=True),

@@ -1,6 +1,8 @@
 """JAX training of the CNN from image files: the model (Flax linen), its input pipelines
-(Grain over the PNG files, or the decoded set in memory), the training step (optax; op by
-op, or under jax.jit) in each precision, and evaluation with dropout off.
+(Grain over the PNG files, or the decoded set in memory), the training step (optax, under
+jax.jit for a compiled recipe, else op by op) in each precision, and evaluation with
+dropout off. Only `jit` is registered for JAX (training_recipes): `eager` also names
+train_step's recipes, whose JAX steps are always jitted.
 
 Flax linen rather than nnx: linen is a pure function of a parameter pytree, so the shared
 weights load as a plain dict and the step is a function that jax.jit compiles as it is;
