@@ -27,7 +27,8 @@ def run_cell(tmp_path, *args: str) -> dict:
 @pytest.mark.parametrize(
     ("framework", "model", "optimization"),
     [("pytorch", "tiny-bert", "eager"), ("tensorflow", "tiny-gpt2", "eager"),
-     ("tensorflow", "tiny-distilbert", "graph")],
+     ("tensorflow", "tiny-distilbert", "graph"), ("jax", "tiny-roberta", "jit"),
+     ("jax", "tiny-gpt2", "eager")],
 )
 def test_cell_measures_and_records(tmp_path, framework, model, optimization):
     record = run_cell(tmp_path, f"--framework={framework}", f"--model={model}",
@@ -49,25 +50,31 @@ def test_cell_measures_and_records(tmp_path, framework, model, optimization):
     assert record["environment"]["libraries"]["transformers"].startswith("4.57")
 
 
-def test_missing_gpu_is_unsupported_with_a_reason(tmp_path):
-    record = run_cell(tmp_path, "--framework=pytorch", "--model=tiny-bert", "--device=gpu",
+@pytest.mark.parametrize("framework", ["pytorch", "jax"])
+def test_missing_gpu_is_unsupported_with_a_reason(tmp_path, framework):
+    record = run_cell(tmp_path, f"--framework={framework}", "--model=tiny-bert", "--device=gpu",
                       "--batch=1", "--seqlen=8", "--optimization=eager")
     assert record["status"] == "unsupported"
     assert "GPU" in record["reason"]
     assert record["timing"] is None
 
 
-def test_inapplicable_cell_does_not_load_a_framework(tmp_path):
-    record = run_cell(tmp_path, "--framework=pytorch", "--model=tiny-bert", "--device=cpu",
-                      "--batch=1", "--seqlen=8", "--optimization=graph")
+@pytest.mark.parametrize(("framework", "model", "optimization", "reason"), [
+    ("pytorch", "tiny-bert", "graph", "only in TensorFlow"),
+    ("jax", "tiny-xlnet", "jit", "transformers 4.57 has no JAX class for tiny-xlnet (xlnet)"),
+])
+def test_inapplicable_cell_does_not_load_a_framework(tmp_path, framework, model, optimization,
+                                                     reason):
+    record = run_cell(tmp_path, f"--framework={framework}", f"--model={model}",
+                      "--device=cpu", "--batch=1", "--seqlen=8", f"--optimization={optimization}")
     assert record["status"] == "unsupported"
-    assert "only in TensorFlow" in record["reason"]
+    assert reason in record["reason"]
     assert record["startup"] == {}  # returned before any import
 
 
 def test_light_import():
     code = "import sys, dlbench.cli, dlbench.matrix, dlbench.config; " \
-           "print(any(m in sys.modules for m in ('torch', 'tensorflow', 'transformers')))"
+           "print(any(m in sys.modules for m in ('torch', 'tensorflow', 'jax', 'transformers')))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True, env=tool_env())
     assert done.stdout.strip() == "False"

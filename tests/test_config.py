@@ -201,8 +201,8 @@ def test_check_command_validates_a_preset(tmp_path):
     ({"pytorch": ["eager"]}, "inference: optimizations: no list for tensorflow"),
     ({"pytorch": ["eager"], "tensorflow": ["grph"]},
      "'inference.optimizations.tensorflow[0]': 'grph' is not allowed (did you mean 'graph'?)"),
-    ({"pytorch": ["eager"], "tensorflow": ["eager"], "jax": ["eager"]},
-     "unknown config key 'inference.optimizations.jax'"),
+    ({"pytorch": ["eager"], "tensorflow": ["eager"], "mxnet": ["eager"]},
+     "unknown config key 'inference.optimizations.mxnet'"),
 ])
 def test_optimizations_per_framework_are_checked(optimizations, message):
     with pytest.raises(config.ConfigError, match=re.escape(message)):

@@ -58,6 +58,7 @@ print(json.dumps(found))
     ("pytorch", {"aten.linear", "aten.addmm", "aten.mm", "aten.bmm"},
      {"aten.layer_norm", "aten.native_layer_norm"}),
     ("tensorflow", {"MatMul", "BatchMatMulV2"}, {"Rsqrt", "Mean", "FusedBatchNormV3"}),
+    ("jax", {"dot_general"}, {"rsqrt", "reduce_sum"}),  # Flax's LayerNorm statistics
 ])
 def test_float32_is_float32_and_mixed_precision_names_its_float32_ops(framework, matmul,
                                                                       layer_norm):
@@ -71,11 +72,13 @@ def test_float32_is_float32_and_mixed_precision_names_its_float32_ops(framework,
     ops = found["ops"]
     assert matmul & set(ops["reduced_ops"]), ops
     assert layer_norm & set(ops["float32_ops"]), ops
-    assert not set(ops["float32_ops"]) & {"Cast", "aten._to_copy", "aten.view"}
+    assert not set(ops["float32_ops"]) & {"Cast", "aten._to_copy", "aten.view",
+                                          "convert_element_type"}
 
 
 @pytest.mark.parametrize(("framework", "optimization"), [("pytorch", "eager"),
-                                                         ("tensorflow", "graph")])
+                                                         ("tensorflow", "graph"),
+                                                         ("jax", "jit")])
 def test_every_cell_records_arithmetic_attention_memory_phases_and_builds(tmp_path, framework,
                                                                          optimization):
     record = run_cell(tmp_path, f"--framework={framework}", "--model=tiny-bert", "--device=cpu",
@@ -87,11 +90,16 @@ def test_every_cell_records_arithmetic_attention_memory_phases_and_builds(tmp_pa
     if framework == "pytorch":  # an all-ones mask is skipped, in every recipe
         assert (attention["implementation"], attention["mask_applied"]) == ("sdpa", False)
         assert {"torch", "torch_cuda", "torch_cudnn", "torch_onednn"} <= set(record["details"])
-    else:  # transformers' TF classes: explicit attention, the mask always applied
+    else:  # transformers' TF and Flax classes: explicit attention, the mask always applied
         assert (attention["implementation"], attention["mask_applied"]) == ("eager", True)
+    if framework == "tensorflow":
         assert record["arithmetic"]["switches"] == {"tensor_float_32_execution": False}
         assert {"tensorflow", "tensorflow_cuda", "tensorflow_onednn",
                 "TF_ENABLE_ONEDNN_OPTS"} <= set(record["details"])
+    if framework == "jax":  # float32 matrix products in float32, one compiled program
+        assert record["arithmetic"]["switches"] == {"default_matmul_precision": "highest"}
+        assert {"jax", "jaxlib", "flax", "jax_cuda", "PJRT_NPROC"} <= set(record["details"])
+        assert record["threads"]["intra_op"] == record["settings"]["threads"]
     memory = record["memory"]
     for phase in ("load_peak_mb", "resident_after_model_mb", "first_call_peak_mb",
                   "steady_peak_mb"):
@@ -99,7 +107,32 @@ def test_every_cell_records_arithmetic_attention_memory_phases_and_builds(tmp_pa
     assert memory["peak_host_rss_mb"] == pytest.approx(
         max(memory["load_peak_mb"], memory["first_call_peak_mb"], memory["steady_peak_mb"]),
         abs=8)
-    assert record["compilation"] is None and record["protocol"] == 1
+    compilation = record["compilation"]
+    if framework == "jax":  # jit: one program, compiled once
+        assert [compilation[k] for k in ("graphs", "graph_breaks", "recompiles")] == [1, 0, 0]
+    else:
+        assert compilation is None
+    assert record["protocol"] == 1
+
+
+# -- JAX's thread pool: XLA:CPU has no API for it; the backend bounds it (PJRT_NPROC) -------
+
+JAX_THREADS = """
+import glob, json
+from dlbench.frameworks import load_backend
+backend = load_backend("jax", "cpu", {threads}, 1)
+import jax.numpy as jnp
+x = jnp.ones((512, 512))
+backend.hold(x @ x); backend.synchronize()
+pool = sum("XLAEigen" in open(f).read() for f in glob.glob("/proc/self/task/*/comm"))
+print(json.dumps({{"pool": pool, "recorded": backend.thread_settings()}}))
+"""
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_jax_bounds_its_cpu_pool_to_the_cells_threads(threads):
+    found = python(JAX_THREADS.format(threads=threads))
+    assert found == {"pool": threads, "recorded": {"intra_op": threads, "inter_op": 1}}
 
 
 # -- TensorFlow's memory growth on a GPU (no GPU here: the device list is planted) ------------

@@ -22,7 +22,8 @@ from dlbench.scenarios.inference import cell as Cell
 from tests.conftest import REPO, tool_env
 
 FAST = ["--warmup-iterations=1", "--min-duration-s=0.05", "--min-iterations=3"]
-MODELS_HERE = ["tiny-bert", "tiny-distilgpt2", "tiny-xlm", "tiny-xlnet", "tiny-roberta"]
+MODELS_HERE = ["tiny-bert", "tiny-distilgpt2", "tiny-xlm", "tiny-xlnet", "tiny-roberta",
+               "tiny-distilbert"]
 BATCH, SEQLEN = 2, 16
 REPORT = REPO / "workflow" / "notebooks" / "report.py"
 
@@ -115,6 +116,14 @@ def test_the_planted_error_recipe_exists_only_for_the_tests():
          "optimization 'xla-bf16' on tiny-xlnet: transformers 4.57's TFXLNetModel fails under "
          "a mixed-precision Keras policy (its relative attention mixes float32 and "
          "reduced-precision tensors)"),
+        (Cell("jax", "tiny-xlm", "cpu", 1, 8, "jit"),
+         "transformers 4.57 has no JAX class for tiny-xlm (xlm)"),
+        (Cell("tensorflow", "tiny-bert", "cpu", 1, 8, "jit"),
+         "optimization 'jit' does not exist in TensorFlow (only in JAX)"),
+        (Cell("jax", "tiny-distilbert", "gpu", 1, 8, "eager-fp16"),
+         "optimization 'eager-fp16' on tiny-distilbert: transformers 4.57's "
+         "FlaxDistilBertModel masks attention scores with 1e30 × (1 − mask), which is "
+         "inf × 0 = NaN in float16"),
         (Cell("pytorch", "roberta-base", "cpu", 1, 513, "eager"),
          "sequence length 513 exceeds roberta-base's maximum of 512 positions"),
     ],
@@ -130,6 +139,8 @@ def test_applicable_combinations_have_none():
     assert Cell("tensorflow", "xlnet-base-cased", "cpu", 8, 4096, "xla").unsupported_reason() \
         is None  # relative positions: no maximum length
     assert Cell("tensorflow", "roberta-base", "cpu", 1, 512, "xla").unsupported_reason() is None
+    assert Cell("jax", "gpt2", "gpu", 1, 1024, "jit-fp16").unsupported_reason() is None
+    assert Cell("jax", "tiny-distilbert", "cpu", 1, 8, "jit-bf16").unsupported_reason() is None
 
 
 def test_the_2019_models_have_both_frameworks_and_a_tiny_variant():
@@ -176,8 +187,11 @@ def test_a_stale_reference_is_refused(tmp_path):
 
 
 @pytest.mark.slow
-def test_tensorflow_gets_pytorchs_weights_without_torch(references):
-    """Every 2019 family, in one TensorFlow process: the same function as PyTorch, to fp32."""
+@pytest.mark.parametrize("framework", ["tensorflow", "jax"])
+def test_other_frameworks_get_pytorchs_weights_without_torch(references, framework):
+    """Every 2019 family with a class in the framework, in one process: the same function
+    as PyTorch, to fp32."""
+    models = [m for m in MODELS_HERE if MODELS[m].classes.class_name(framework)]
     code = f"""
 import sys
 from pathlib import Path
@@ -186,10 +200,10 @@ from dlbench.measure.correctness import compare, load_reference
 from dlbench.models import get_model
 from dlbench.catalogue.recipes import optimization
 from dlbench.scenarios.inference import prepare, token_ids
-backend = load_ops(load_backend("tensorflow", "cpu", 2, 1), "inference")
-eager = optimization("inference", "eager", "tensorflow")
+backend = load_ops(load_backend({framework!r}, "cpu", 2, 1), "inference")
+eager = optimization("inference", "eager", {framework!r})
 root = Path({str(references)!r})
-for name in {MODELS_HERE!r}:
+for name in {models!r}:
     spec = get_model(name)
     ids = token_ids(spec, {BATCH}, {SEQLEN}, 0)
     reference = load_reference(root / name / "b{BATCH}_s{SEQLEN}.npz", ids, dict(spec.params))
@@ -203,6 +217,7 @@ print("torch imported:", "torch" in sys.modules)
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.strip().splitlines()
     assert lines[-1] == "torch imported: False"
+    assert len(lines) == len(models) + 1 and len(models) >= 4
     for line in lines[:-1]:
         name, error, within = line.split()
         assert within == "True" and float(error) < 1e-5, line
@@ -231,6 +246,10 @@ print("torch imported:", "torch" in sys.modules)
         ("tensorflow", "tiny-roberta", "graph-bf16"),
         ("tensorflow", "tiny-xlnet", "xla"),
         ("tensorflow", "tiny-bert", "xla-bf16"),
+        ("jax", "tiny-bert", "eager"),
+        ("jax", "tiny-distilgpt2", "jit"),
+        ("jax", "tiny-roberta", "jit-bf16"),
+        ("jax", "tiny-bert", "jit-fp16"),
     ],
 )
 def test_optimization_runs_checks_and_validates(tmp_path, references, framework, model,
@@ -248,7 +267,7 @@ def test_optimization_runs_checks_and_validates(tmp_path, references, framework,
     assert timing["compile_s"] >= 0 and timing["prepare_s"] >= 0
     if spec.recipe.name in ("torchscript",):
         assert timing["prepare_s"] > 0  # the trace
-    if spec.recipe.name.startswith("compile") or spec.recipe.name in ("graph", "xla"):
+    if spec.recipe.name.startswith("compile") or spec.recipe.name in ("graph", "xla", "jit"):
         assert timing["cold_start_s"] > 10 * timing["median_ms"] / 1e3  # compiled at call 1
     check = record["correctness"]
     assert check["precision"] == spec.precision.name

@@ -76,7 +76,7 @@ ops = load_ops(load_backend(framework, "cpu", 2, 1), "training")
 spec = MODELS["cnn"]
 
 def layout(x):
-    if framework == "tensorflow":
+    if framework != "pytorch":
         return "NCHW" if tuple(x.shape[1:]) == (3, 32, 32) else (
             "NHWC" if tuple(x.shape[1:]) == (32, 32, 3) else str(tuple(x.shape)))
     if x.is_contiguous():
@@ -106,11 +106,11 @@ print(json.dumps(found))
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("framework", ["pytorch", "tensorflow"])
+@pytest.mark.parametrize("framework", ["pytorch", "tensorflow", "jax"])
 def test_every_pipeline_hands_the_model_its_recipes_layout(tiny_data, framework):
     """Every pipeline × every recipe: the batch a pipeline yields is in the framework's
     canonical layout (PyTorch: NCHW, contiguous; TensorFlow: NHWC, or NCHW for
-    channels-first), and after the step's copy in the layout the recipe names — what the
+    channels-first; JAX: NHWC), and after the step's copy in the layout the recipe names — what the
     model's forward receives (checked by a forward hook where the model runs eagerly)."""
     names = recipes(framework)
     found = run_script(LAYOUT.format(framework=framework, recipes=names, batch=BATCH,
@@ -249,33 +249,43 @@ from dlbench.frameworks import load_backend, load_ops
 from dlbench.measure.training import ablation
 from dlbench.models.vision import MODELS, initial_weights
 from dlbench.catalogue.optimizers import OPTIMIZERS
-from dlbench.catalogue.recipes import optimizations; OPTIMIZATIONS = optimizations("training")
-backend = load_backend("tensorflow", "cpu", 2, 1)
+from dlbench.catalogue.recipes import optimization
+backend = load_backend({framework!r}, "cpu", 2, 1)
 ops = load_ops(backend, "training")
 manifest, spec = read_manifest({manifest!r}), MODELS["cnn"]
 out = {{}}
 for apart in (True, False):
-    optimization = OPTIMIZATIONS["graph"]
+    optimization = optimization("training", {recipe!r}, {framework!r})
     model = ops.build(spec, initial_weights(spec, 0), optimization)
     opt = ops.optimizer(model, OPTIMIZERS["sgd"], 0.01, optimization)
     step = ops.train_step(model, opt, optimization)
     batches = ops.pipeline(manifest, parse("w0"), {batch}, 0)(0)
     record = ablation(step, batches, 3, {batch}, backend.synchronize, 1, 0.0, 3, apart)
     out[str(apart)] = {{"program": record["program"], "batches": record["batches"],
-                       "traced": {{name: getattr(step, name).experimental_get_tracing_count()
+                       "traced": {{name: {traced}
                                   for name in ("_gradients", "_apply", "_compute")}}}}
     ops.release()
 print(json.dumps(out))
 """
 
 
+# Each framework's compiled recipe, and how many programs each of its step functions traced.
+TRACED = {
+    "tensorflow": ("graph", "getattr(step, name).experimental_get_tracing_count()"),
+    "jax": ("jit", "getattr(step, name)._cache_size()"),
+}
+
+
 @pytest.mark.slow
-def test_the_ablation_runs_the_timed_program(tiny_data):
-    """TensorFlow graph with the breakdown on times two tf.functions (gradients, then the
-    optimizer step): the ablation runs those two, never the fused step; without the
-    breakdown, the fused step only."""
+@pytest.mark.parametrize("framework", list(TRACED))
+def test_the_ablation_runs_the_timed_program(tiny_data, framework):
+    """A compiled step (TensorFlow graph, JAX jit) with the breakdown on times two
+    programs (gradients, then the optimizer step): the ablation runs those two, never the
+    fused step; without the breakdown, the fused step only."""
+    recipe, traced = TRACED[framework]
     found = run_script(PROGRAM.format(manifest=str(tiny_data / "manifest.json"),
-                                      batch=BATCH))
+                                      batch=BATCH, framework=framework, recipe=recipe,
+                                      traced=traced))
     apart, whole = found["True"], found["False"]
     assert apart["traced"]["_compute"] == 0 and apart["traced"]["_gradients"] >= 1
     assert apart["traced"]["_apply"] >= 1 and apart["program"].startswith("forward_backward")

@@ -125,7 +125,7 @@ def test_each_framework_best_beside_the_winner():
     assert answer["PyTorch's best"] == "torchscript (fp32): 4.000 ms, the fastest"
     # 8 / 4 = 2, interval [8 × 0.97 / (4 × 1.03), 8 × 1.03 / (4 × 0.97)].
     assert answer["TensorFlow's best"] == "graph (fp32): 8.000 ms, 2.00× (1.88–2.12)"
-    assert answer["jax's best"] == "— (wrong answers only)"
+    assert answer["JAX's best"] == "— (wrong answers only)"
     assert headline.UNEQUAL not in answer  # jax has no right answer: not compared
 
 

@@ -58,6 +58,12 @@ def test_cells_cover_every_axis_with_readable_ids():
     ({"framework": "tensorflow", "model": "tiny-xlnet", "optimization": "graph-bf16"},
      "TFXLNetModel fails under a mixed-precision Keras policy"),
     ({"model": "tiny-xlnet", "seqlen": 128}, None),  # relative positions: no bound
+    ({"framework": "jax", "optimization": "jit-bf16"}, None),
+    ({"framework": "jax", "optimization": "eager"}, "does not exist in JAX training"),
+    ({"framework": "jax", "model": "tiny-xlnet", "optimization": "jit"},
+     "transformers 4.57 has no JAX class for tiny-xlnet (xlnet)"),
+    ({"framework": "jax", "model": "tiny-distilbert", "optimization": "jit-fp16"},
+     "FlaxDistilBertModel masks attention scores with 1e30"),
 ])
 def test_what_cannot_apply_says_why(changes, reason):
     found = cell(**changes).unsupported_reason()

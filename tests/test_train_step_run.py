@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from dlbench import result
+from dlbench.catalogue import recipes
 from dlbench.frameworks import registry
 from tests.conftest import tool_env
 
@@ -16,6 +17,9 @@ from tests.conftest import tool_env
 pytestmark = pytest.mark.slow
 
 FRAMEWORKS = registry.REGISTERED
+# Each framework's step eager where it has one, else as its users run it (JAX: jax.jit).
+RECIPE = {f: "eager" if f in recipes.optimization("train_step", "eager").frameworks
+          else registry.get(f).default_step for f in FRAMEWORKS}
 BATCH, SEQLEN = 2, 16
 QUICK = ["--warmup-iterations=1", "--min-duration-s=0.1", "--min-iterations=10"]
 
@@ -53,7 +57,7 @@ def records(request, tmp_path_factory) -> dict[str, dict]:
     folder = tmp_path_factory.mktemp("train_step")
     weights, reference = shared_inputs(folder, model)
     return {framework: run_cell(folder / f"{framework}.json", framework, model, optimizer,
-                                "eager", weights, reference)
+                                RECIPE[framework], weights, reference)
             for framework in FRAMEWORKS}
 
 
@@ -138,3 +142,23 @@ def test_tensorflows_legacy_optimizer(tmp_path):
     assert "one C++ kernel per variable" in record["step"]["implementation"]
     assert record["step"]["separable"] and record["correctness"]["within_tolerance"]
     assert record["loss"]["last"] < record["loss"]["first"]
+
+
+@pytest.mark.slow
+def test_jax_fp16_scales_its_loss(tmp_path):
+    """JAX in fp16: the Flax modules compute in float16, the loss scaled dynamically as
+    PyTorch's GradScaler does; the loss falls and stays finite (unscaled, a step in float16
+    would underflow its gradients or overflow)."""
+    from dlbench.frameworks import cpu_precision_problem
+
+    weights, reference = shared_inputs(tmp_path, "tiny-bert")
+    record = run_cell(tmp_path / "jax.json", "jax", "tiny-bert", "adam", "jit-fp16",
+                      weights, reference)
+    problem = cpu_precision_problem("fp16")
+    if problem:  # this CPU has no native fp16
+        assert (record["status"], record["reason"]) == ("unsupported", problem)
+        return
+    assert record["status"] == "ok", record["reason"]
+    assert "dynamic loss scaling" in record["step"]["how"]
+    assert record["correctness"]["within_tolerance"]
+    assert record["loss"]["finite"] and record["loss"]["last"] < record["loss"]["first"]

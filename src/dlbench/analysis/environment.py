@@ -12,12 +12,13 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from dlbench.frameworks import registry
 from dlbench.report.format import framework_name, framework_rank
 
 # Which libraries belong to each framework: on the measured path of its cells only. The
 # first is the one whose CUDA, cuDNN and oneDNN builds the framework records (`path_<lib>_cuda`
-# …). Moves to the framework registry (each framework's descriptor names its libraries).
-FRAMEWORK_LIBRARIES = {"pytorch": ("torch",), "tensorflow": ("tensorflow", "tf-keras")}
+# …): each framework's declared distributions.
+FRAMEWORK_LIBRARIES = {f.name: f.distributions for f in registry.frameworks()}
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from dlbench.analysis.status import not_applicable
+from dlbench.frameworks import registry
 from dlbench.report.format import (
     fmt_error,
     fmt_ms,
@@ -27,16 +28,12 @@ _PARTS = {"breakdown_forward_backward_median_ms": "forward_backward_ms",
           "breakdown_optimizer_share": "optimizer_share"}
 NOT_SEPARABLE = "not separable"
 # Per framework, the step its users run by default (what its high-level API's fit runs),
-# which the optimizer comparison prefers; a framework not named here: its fastest step.
-# Moves to the framework registry.
-DEFAULT_STEP = {"pytorch": "eager", "tensorflow": "graph"}
+# which the optimizer comparison prefers; a framework not registered: its fastest step.
+DEFAULT_STEP = {f.name: f.default_step for f in registry.frameworks()}
 # A framework whose default optimizer composes ops per variable while another recipe of it
-# runs one kernel per variable: that recipe, and what to say after "What ran". Moves to the
-# framework registry.
-KERNEL_PER_VARIABLE = {"tensorflow": (
-    "legacy-optimizer", "Keras optimizers (2.11 and later) compose TensorFlow ops per "
-    "variable too; its single C++ kernel per variable (ResourceApplyAdam) is the legacy "
-    "optimizer's")}
+# runs one kernel per variable: that recipe, and what to say after "What ran".
+KERNEL_PER_VARIABLE = {f.name: f.kernel_per_variable for f in registry.frameworks()
+                       if f.kernel_per_variable}
 
 
 def steps(frame: pd.DataFrame) -> pd.DataFrame:

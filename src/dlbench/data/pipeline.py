@@ -9,6 +9,8 @@
                         (default 2, PyTorch's prefetch_factor; tf.data prefetches N × M
                         batches), decoded images kept for every loader once decoded (one
                         shared array in both), pinned host memory (GPU).
+                        JAX: Grain's MapDataset with N spawned worker processes, each
+                        building whole batches, `per_worker_buffer_size` M.
                         w0: the main process decodes each batch when the step asks for it,
                         nothing is prepared ahead. tf.data runs without its default
                         optimizations (map_and_batch_fusion's thread would build the next
@@ -18,7 +20,7 @@ Every pipeline applies the same augmentation: a random 32×32 crop of the image 
 (zeros), a horizontal flip with probability 1/2, and normalisation with the training set's
 per-channel mean and standard deviation; and hands the model the layout its recipe names
 (PyTorch: NCHW, channels_last for `channels-last`; TensorFlow: NHWC, NCHW for
-`channels-first`).
+`channels-first`; JAX: NHWC).
 """
 
 import re

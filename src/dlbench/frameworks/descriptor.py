@@ -33,12 +33,21 @@ class Framework:
     gemm_libraries: tuple[GemmLibrary, ...]
     # Why a family's class cannot run in a reduced precision, where it cannot.
     no_mixed_precision: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    # Why a family's class cannot compute in float16, where it cannot (bf16 may still run).
+    no_fp16: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     # Why its input pipelines cannot pin host memory (None: they can).
     no_pinned_memory: str | None = None
     # Per device, the lowest measurement protocol of its inference cells: 2 where dlbench
     # after v1 measures it differently from v1 (absent: the recipe's protocol).
     inference_protocol: Mapping[str, int] = field(
         default_factory=lambda: MappingProxyType({}))
+
+    # The recipe of its training step as its users run it by default (the analysis of
+    # train_step compares optimizers there first).
+    default_step: str = "eager"
+    # Where its default optimizer composes ops per variable while one of its recipes runs
+    # one kernel per variable: (that recipe, what the analysis says of it).
+    kernel_per_variable: tuple[str, str] | None = None
 
     def model_class(self, family: str) -> str | None:
         """The transformers class that builds `family` here (None: there is none)."""

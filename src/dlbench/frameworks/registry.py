@@ -14,6 +14,7 @@ from dlbench.frameworks.descriptor import Framework
 REGISTERED = (
     "pytorch",
     "tensorflow",
+    "jax",
 )
 
 # The framework whose eager fp32 output on the CPU is every inference cell's reference

@@ -116,6 +116,9 @@ def transformer_problem(cell: "Cell", precision: str) -> str | None:
     no_mixed = framework.no_mixed_precision.get(spec.family)
     if precision != "fp32" and no_mixed:
         return f"optimization '{cell.optimization}' on {cell.model}: {no_mixed}"
+    no_fp16 = framework.no_fp16.get(spec.family)
+    if precision == "fp16" and no_fp16:
+        return f"optimization '{cell.optimization}' on {cell.model}: {no_fp16}"
     seqlen = cell.size("seqlen")
     if spec.max_positions is not None and seqlen > spec.max_positions:
         return (

@@ -30,4 +30,10 @@ FRAMEWORK = Framework(
     no_pinned_memory="pinned memory is a PyTorch DataLoader option; tf.data has none",
     # On a GPU: float32 without TF32, and memory growth, unlike v1.
     inference_protocol=MappingProxyType({"gpu": 2}),
+    # Keras' fit runs the step as a tf.function graph.
+    default_step="graph",
+    kernel_per_variable=(
+        "legacy-optimizer", "Keras optimizers (2.11 and later) compose TensorFlow ops per "
+        "variable too; its single C++ kernel per variable (ResourceApplyAdam) is the legacy "
+        "optimizer's"),
 )

@@ -1,0 +1,30 @@
+"""JAX, as the harness knows it without importing jax."""
+
+from types import MappingProxyType
+
+from dlbench.frameworks.descriptor import Framework, GemmLibrary
+
+FRAMEWORK = Framework(
+    name="jax",
+    label="JAX",
+    color="tab:green",
+    environment="envs/jax.yaml",
+    distributions=("jax", "jaxlib", "flax", "optax", "grain"),
+    # transformers 4.57's Flax classes; XLNet and XLM have none.
+    model_classes=MappingProxyType({
+        "bert": "FlaxBertModel",
+        "distilbert": "FlaxDistilBertModel",
+        "gpt2": "FlaxGPT2Model",
+        "roberta": "FlaxRobertaModel",
+    }),
+    gemm_libraries=(
+        GemmLibrary("jax-matmul", "JAX jnp.matmul (jax.jit: XLA)", ("cpu", "gpu"), True),
+    ),
+    no_fp16=MappingProxyType({
+        "distilbert": "transformers 4.57's FlaxDistilBertModel masks attention scores with "
+                      "1e30 × (1 − mask), which is inf × 0 = NaN in float16",
+    }),
+    no_pinned_memory="pinned memory is a PyTorch DataLoader option; Grain has none",
+    # A training step in JAX is what jax.jit compiles (op by op is not what anyone runs).
+    default_step="jit",
+)

@@ -1,0 +1,16 @@
+"""JAX's recipes, declared for dlbench.catalogue.recipes (implemented in the scenario modules
+beside this one). A light module: it imports no framework."""
+
+from dlbench.catalogue.recipes import EAGER_INFERENCE, INFERENCE, TRAINING, Recipe
+
+RECIPES = (
+    # -- inference ---------------------------------------------------------------------------
+    EAGER_INFERENCE,  # JAX's default: each operation dispatched on its own
+    Recipe("jit", "jax.jit of the Flax model's forward pass, weights as arguments: XLA "
+           "compiles it whole at the first call (bf16/fp16: the Flax modules' computation "
+           "dtype, weights float32)", INFERENCE, compiled=True),
+    # -- training (the CNN's and a transformer's step) ---------------------------------------
+    # Only jit: a JAX training step op by op is not what anyone runs, and train_step's JAX
+    # operations always compile.
+    Recipe("jit", "the training step's functions under jax.jit: XLA", TRAINING, compiled=True),
+)

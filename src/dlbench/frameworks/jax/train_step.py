@@ -1,0 +1,191 @@
+"""JAX training steps of the registry's transformers: the Flax model of the inference
+operations (PyTorch's shared weights, read without torch), the same language-model loss on a
+tied head as the other frameworks, the optimizer of the training scenarios in optax, and the
+step as two jitted functions — the gradients (forward with dropout, loss, backward), then
+the optimizer update — so that the optimizer step is timed on its own, as TensorFlow's two
+tf.functions are. bf16/fp16 are the Flax modules' computation dtype (weights, gradients and
+optimizer state float32); fp16 scales the loss dynamically, as PyTorch's GradScaler does.
+
+The parameters and optimizer state are donated to the update, which so writes them in place
+as the other frameworks' optimizers do. Every parameter gets its gradient and its update,
+also the pooler that the loss does not use (its gradient is zero; PyTorch and TensorFlow
+skip it): a few matrices against the model's."""
+
+# The backend first: it sets the environment that transformers and JAX read when they
+# load.
+from dlbench.frameworks.jax.backend import JaxBackend  # isort: split
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax.traverse_util import flatten_dict
+
+from dlbench.catalogue.optimizers import Optimizer
+from dlbench.catalogue.recipes import Optimization
+from dlbench.frameworks.jax.inference import JaxInference, Model
+from dlbench.frameworks.jax.optimizer import describe, make_optimizer
+from dlbench.measure.parts import Step
+from dlbench.models import ModelSpec
+
+FORWARD_BACKWARD, OPTIMIZER = "forward_backward", "optimizer"
+# PyTorch's GradScaler: the first scale, and after how many finite steps it doubles (it
+# halves after a step with inf/NaN gradients, which is skipped).
+_INITIAL_SCALE, _GROWTH_INTERVAL = 2.0**16, 2000
+
+
+def _embedding_path(params: dict) -> tuple[str, ...]:
+    """Where the word-embedding matrix (vocabulary × width) is in a Flax model's
+    parameters: BERT, DistilBERT and RoBERTa's word_embeddings, GPT-2's wte."""
+    for path in flatten_dict(params):
+        if path[-2:] in (("word_embeddings", "embedding"), ("wte", "embedding")):
+            return path
+    raise ValueError("no word-embedding matrix among the parameters")
+
+
+def _at(params: dict, path: tuple[str, ...]):
+    for key in path:
+        params = params[key]
+    return params
+
+
+def lm_loss(model: Model, params: dict, path: tuple[str, ...], input_ids, attention_mask,
+            dropout_rng=None):
+    """Mean cross-entropy of the tied language-model head (the last hidden state times the
+    word embeddings, transposed) against the input token ids; computed in float32. With a
+    dropout key, the model is in training mode (dropout on)."""
+    hidden = model.flax_model(input_ids, attention_mask=attention_mask, params=params,
+                              dropout_rng=dropout_rng,
+                              train=dropout_rng is not None).last_hidden_state
+    weight = _at(params, path)
+    logits = hidden @ weight.astype(hidden.dtype).T
+    losses = optax.softmax_cross_entropy_with_integer_labels(logits.astype(jnp.float32),
+                                                            input_ids)
+    return losses.mean()
+
+
+class Trainer:
+    """The model's parameters, the optimizer's state and the loss scale between steps."""
+
+    def __init__(self, model: Model, opt: optax.GradientTransformation, optimizer: Optimizer,
+                 seed: int):
+        self.model, self.opt, self.optimizer = model, opt, optimizer
+        self.opt_state = opt.init(model.params)
+        self.rng = jax.random.PRNGKey(seed)
+        self.scale = jnp.float32(_INITIAL_SCALE)
+        self.good_steps = jnp.int32(0)
+
+
+class JaxTrainStep:
+    def __init__(self, backend: JaxBackend):
+        self.backend = backend
+        self.models = JaxInference(backend)  # build (the shared weights) and inputs
+        self._seed = 0  # the cell's, from build: the dropout keys start from it
+
+    # -- model, inputs and optimizer ---------------------------------------------------------
+
+    def build(self, spec: ModelSpec, seed: int, optimization: Optimization,
+              weights=None) -> Model:
+        """The model on the device, its modules in the cell's precision."""
+        model = self.models.build(spec, seed, optimization, weights)
+        self._seed = seed
+        return model
+
+    def inputs(self, token_ids: np.ndarray) -> dict:
+        return self.models.inputs(token_ids)
+
+    def optimizer(self, model: Model, optimizer: Optimizer, learning_rate: float,
+                  optimization: Optimization) -> Trainer:
+        return Trainer(model, make_optimizer(optimizer, learning_rate), optimizer, self._seed)
+
+    def implementation(self, trainer: Trainer, optimization: Optimization) -> str:
+        """Which implementation of the update runs, in words."""
+        return (f"{describe(trainer.optimizer)}: jax.numpy operations over the parameter "
+                "tree, compiled by XLA under jax.jit (no Python per step), parameters and "
+                "state updated in place (donated buffers)")
+
+    def word_embeddings(self, model: Model) -> np.ndarray:
+        # A copy: the update writes the parameters' buffers in place.
+        return np.array(_at(model.params, _embedding_path(model.params)))
+
+    def initial_loss(self, model: Model, inputs: dict,
+                     optimization: Optimization) -> float:
+        """The loss before training, dropout off, in the cell's precision."""
+        path = _embedding_path(model.params)
+        loss = jax.jit(lambda params, ids, mask: lm_loss(model, params, path, ids, mask))
+        return float(loss(model.params, inputs["input_ids"], inputs["attention_mask"]))
+
+    # -- the step ----------------------------------------------------------------------------
+
+    def train_step(self, model: Model, trainer: Trainer, inputs: dict,
+                   optimization: Optimization) -> Step:
+        """The step in parts: the gradients (the loss, an array, not read), then the
+        optimizer update."""
+        path, opt = _embedding_path(model.params), trainer.opt
+        scaled = optimization.precision.name == "fp16"
+
+        def gradients(params, ids, mask, rng, scale):
+            rng, dropout = jax.random.split(rng)
+
+            def target(p):
+                loss = lm_loss(model, p, path, ids, mask, dropout)
+                return loss * scale if scaled else loss, loss
+
+            grads, loss = jax.grad(target, has_aux=True)(params)
+            return loss, grads, rng
+
+        def update(grads, opt_state, params, scale, good_steps):
+            if scaled:  # unscale; skip a step with inf/NaN gradients and adapt the scale
+                grads = jax.tree.map(lambda g: g / scale, grads)
+            updates, new_state = opt.update(grads, opt_state, params)
+            new_params = optax.apply_updates(params, updates)
+            if not scaled:
+                return new_params, new_state, scale, good_steps
+            finite = jnp.all(jnp.array([jnp.all(jnp.isfinite(g))
+                                        for g in jax.tree.leaves(grads)]))
+            keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(finite, a, b), new, old)  # noqa: E731
+            grown = good_steps + 1 == _GROWTH_INTERVAL
+            scale = jnp.where(finite, jnp.where(grown, scale * 2, scale), scale / 2)
+            good_steps = jnp.where(finite & ~grown, good_steps + 1, 0)
+            return keep(new_params, params), keep(new_state, opt_state), scale, good_steps
+
+        gradients = jax.jit(gradients)
+        update = jax.jit(update, donate_argnums=(1, 2))
+        ids, mask = inputs["input_ids"], inputs["attention_mask"]
+        hold = self.backend.hold
+        handed: list = []  # the gradients, from one part to the next
+
+        def forward_backward():
+            loss, grads, trainer.rng = gradients(model.params, ids, mask, trainer.rng,
+                                                 trainer.scale)
+            handed[:] = [grads]
+            return hold((loss, grads))[0]
+
+        def optimizer_step():
+            model.params, trainer.opt_state, trainer.scale, trainer.good_steps = hold(update(
+                handed.pop(), trainer.opt_state, model.params, trainer.scale,
+                trainer.good_steps))
+
+        how = ("the gradients (forward with dropout, loss, backward: jax.grad), then the "
+               "optax update" + (" with dynamic loss scaling" if scaled else "")
+               + ", as two jax.jit functions: split so that the optimizer step is timed on "
+               "its own (one function for both could overlap or fuse them)")
+        return Step({FORWARD_BACKWARD: forward_backward, OPTIMIZER: optimizer_step}, how)
+
+    def losses(self, outputs: list) -> list[float]:
+        """The losses the steps returned, as numbers (read once, after the loop)."""
+        return np.asarray(jnp.stack(outputs), dtype=np.float64).tolist() if outputs else []
+
+    def versions(self) -> dict[str, str]:
+        return {**self.models.versions(), "optax": optax.__version__}
+
+    def compilation(self) -> None:
+        """torch.compile's counters: none in JAX."""
+        return None
+
+    def release(self) -> None:
+        self.models.release()
+
+
+def make_ops(backend: JaxBackend) -> JaxTrainStep:
+    return JaxTrainStep(backend)
