@@ -20,6 +20,7 @@ a bias, softmax, matmul), which applies the mask in every recipe.
 # load.
 from dlbench.frameworks.jax.backend import JaxBackend  # isort: split
 
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -56,6 +57,8 @@ class Model:
 
 
 class JaxInference:
+    recipes: dict[str, Callable]  # bound to the instance: the jit recipe keeps its function
+
     def __init__(self, backend: JaxBackend):
         self.backend = backend
         self._jitted = None

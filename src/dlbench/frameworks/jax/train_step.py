@@ -98,9 +98,9 @@ class JaxTrainStep:
                   optimization: Optimization) -> Trainer:
         return Trainer(model, make_optimizer(optimizer, learning_rate), optimizer, self._seed)
 
-    def implementation(self, trainer: Trainer, optimization: Optimization) -> str:
+    def implementation(self, opt: Trainer, optimization: Optimization) -> str:
         """Which implementation of the update runs, in words."""
-        return (f"{describe(trainer.optimizer)}: jax.numpy operations over the parameter "
+        return (f"{describe(opt.optimizer)}: jax.numpy operations over the parameter "
                 "tree, compiled by XLA under jax.jit (no Python per step), parameters and "
                 "state updated in place (donated buffers)")
 
@@ -117,10 +117,11 @@ class JaxTrainStep:
 
     # -- the step ----------------------------------------------------------------------------
 
-    def train_step(self, model: Model, trainer: Trainer, inputs: dict,
+    def train_step(self, model: Model, opt: Trainer, inputs: dict,
                    optimization: Optimization) -> Step:
         """The step in parts: the gradients (the loss, an array, not read), then the
         optimizer update."""
+        trainer = opt  # the optimizer and its state
         path, opt = _embedding_path(model.params), trainer.opt
         scaled = optimization.precision.name == "fp16"
 
