@@ -11,13 +11,15 @@ from pathlib import Path
 import pytest
 import yaml
 
+from dlbench.frameworks import registry
+
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 
-# A matrix of the tiny models that runs in about two minutes: both frameworks, every
+# A matrix of the tiny models that runs in about two minutes: every framework, every
 # optimization, a length beyond the tiny models' 64 positions and a GPU that is not here.
 TINY_CONFIG = {
-    "frameworks": ["pytorch", "tensorflow"],
+    "frameworks": list(registry.REGISTERED),
     "devices": ["cpu", "gpu"],
     "inference": {
         "models": ["tiny-bert", "tiny-gpt2"],

@@ -223,7 +223,7 @@ print("torch imported:", "torch" in sys.modules)
         assert within == "True" and float(error) < 1e-5, line
 
 
-# -- every optimization in both frameworks, JSON validated -------------------------------
+# -- every optimization in every framework, JSON validated -------------------------------
 
 
 @pytest.mark.slow

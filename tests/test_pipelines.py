@@ -1,4 +1,4 @@
-"""Input pipelines that do the same work in both frameworks, and an ablation that is a
+"""Input pipelines that do the same work in every framework, and an ablation that is a
 ceiling: every pipeline hands the model its recipe's layout; `w0` decodes a batch only when
 the step asks for it; throughput, the ablation and the efficiency share one statistic (wall
 time); the ablation runs exactly the timed program, fed the pipeline's own batches.

@@ -1,6 +1,6 @@
-"""Transformer training steps in both frameworks for real, through `dlbench run` on tiny
+"""Transformer training steps in every framework for real, through `dlbench run` on tiny
 models with the shared weights: valid results with both parts timed, the same initial loss
-in both frameworks, and a loss that falls over the steps."""
+in every framework, and a loss that falls over the steps."""
 
 import json
 import subprocess
@@ -13,7 +13,7 @@ from dlbench.catalogue import recipes
 from dlbench.frameworks import registry
 from tests.conftest import tool_env
 
-# Real `dlbench run` processes in both frameworks: end-to-end, left out of the quick subset.
+# Real `dlbench run` processes in every framework: end-to-end, left out of the quick subset.
 pytestmark = pytest.mark.slow
 
 FRAMEWORKS = registry.REGISTERED

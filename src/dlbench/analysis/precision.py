@@ -31,7 +31,7 @@ def _union(values: pd.Series) -> str:
 
 def tf32_cells(timed: pd.DataFrame) -> pd.DataFrame:
     """The timed cells whose float32 matrix products were allowed TF32 although their
-    precision is not tf32 (none, when both frameworks are set as dlbench sets them)."""
+    precision is not tf32 (none, when every framework is set as dlbench sets it)."""
     if "arithmetic_tf32" not in timed:
         return timed.iloc[0:0]
     allowed = timed["arithmetic_tf32"].astype("boolean").fillna(False).astype(bool)

@@ -29,15 +29,17 @@ PRECISIONS = MappingProxyType(
         for p in (
             Precision(
                 "fp32",
-                "float32 throughout, float32 matrix products too (TF32 is switched off in both "
-                "frameworks: TensorFlow would use it on Ampere or newer GPUs by default)",
+                "float32 throughout, float32 matrix products too (TF32 is switched off in "
+                "every framework: TensorFlow and JAX would use it on Ampere or newer GPUs by "
+                "default)",
                 1e-4,
             ),
             Precision(
                 "tf32",
                 "float32 storage and arithmetic, but GPU tensor cores round the inputs of "
                 "float32 matrix products to TF32 (10-bit mantissa): fp32_precision 'tf32' in "
-                "PyTorch, enable_tensor_float_32_execution in TensorFlow; NVIDIA GPUs of "
+                "PyTorch, enable_tensor_float_32_execution in TensorFlow, the default matmul "
+                "precision 'tensorfloat32' in JAX; NVIDIA GPUs of "
                 "compute capability 8.0 or newer only",
                 # Emulated on a CPU, BERT base reached 5.6e-4: ten times that.
                 5e-3,
@@ -47,15 +49,15 @@ PRECISIONS = MappingProxyType(
             Precision(
                 "bf16",
                 "bfloat16 compute: torch.autocast in PyTorch, the mixed_bfloat16 Keras policy "
-                "in TensorFlow (weights stay float32; which ops stay in float32 differs "
-                "between the two, and is recorded per cell)",
+                "in TensorFlow, the Flax modules' dtype in JAX (weights stay float32; which "
+                "ops stay in float32 differs between frameworks, and is recorded per cell)",
                 5e-2,
             ),
             Precision(
                 "fp16",
                 "float16 compute: torch.autocast in PyTorch, the mixed_float16 Keras policy "
-                "in TensorFlow (weights stay float32; which ops stay in float32 differs "
-                "between the two, and is recorded per cell)",
+                "in TensorFlow, the Flax modules' dtype in JAX (weights stay float32; which "
+                "ops stay in float32 differs between frameworks, and is recorded per cell)",
                 2e-2,
             ),
         )

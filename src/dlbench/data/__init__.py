@@ -2,7 +2,7 @@
 
     results/data/<name>/train/<class>/<n>.png, test/<class>/<n>.png, manifest.json
 
-The manifest lists every file with its label (both frameworks read exactly these, in their
+The manifest lists every file with its label (every framework reads exactly these, in their
 own input pipelines), the classes, and the training set's per-channel mean and standard
 deviation (the normalisation both apply). Sources (SOURCES): `synthetic` (generated),
 `digits` (scikit-learn's bundled handwritten digits, upscaled), `cifar10` (the standard

@@ -3,7 +3,7 @@ given batch and length, the optimizer step timed on its own as well as the whole
 
 Cells: framework × model × device × batch × sequence length × optimizer × optimization
 (the training recipes of dlbench.catalogue.recipes). A cell builds the model with the
-shared seeded weights (those of inference, the same in both frameworks) and puts a tied
+shared seeded weights (those of inference, the same in every framework) and puts a tied
 language-model head on it: logits = last hidden state × word embeddingsᵀ, cross-entropy
 against the input token ids (inference's random ordinary ids). It checks the loss before
 training, dropout off, against the reference (the same loss of PyTorch eager fp32's hidden

@@ -3,7 +3,7 @@ framework's own input pipeline, with accuracy recorded so that the comparison is
 
 Cells: framework × model × device × batch × data set × pipeline × optimizer ×
 optimization. A cell builds the CNN with the shared initial weights (the same arrays in
-both frameworks, from the seed), trains it for the configured epochs, timing every step's
+every framework, from the seed), trains it for the configured epochs, timing every step's
 wait for its batch apart from the step itself, and tests it after every epoch. Repeats
 are fresh processes with seeds seed, seed + 1, …: their accuracies give the seed-to-seed
 spread that the frameworks' accuracies are compared with.

@@ -37,7 +37,7 @@ if len(scenarios(everything)) > 1:
 # %% [markdown]
 # ## The rules this report compares by
 #
-# - **The same arithmetic.** A precision is named, and it is the same in both frameworks:
+# - **The same arithmetic.** A precision is named, and it is the same in every framework:
 #   `fp32` computes float32 matrix products in float32 (TF32, which TensorFlow would use on
 #   Ampere or newer GPUs by default, is switched off in both and recorded in every cell);
 #   `tf32` allows it on purpose. Under `bf16` and `fp16` each framework keeps some ops in

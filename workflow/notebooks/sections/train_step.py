@@ -18,11 +18,11 @@ several = several_devices(df)
 # %% [markdown]
 # # Training steps: forward, loss, backward and the optimizer step
 #
-# A transformer of the registry, with the same seeded weights in both frameworks, trained on a
+# A transformer of the registry, with the same seeded weights in every framework, trained on a
 # tied language-model head: logits = last hidden state × word embeddingsᵀ, cross-entropy against
 # the input token ids. Each step is timed in two parts, each followed by the device's
 # synchronization: **forward + loss + backward**, then the **optimizer step** (SGD with momentum
-# 0.9, or Adam; epsilon 1e-7 in both frameworks), and as a whole; the first step (compilation)
+# 0.9, or Adam; epsilon 1e-7 in every framework), and as a whole; the first step (compilation)
 # and the warm-up are left out. TensorFlow runs the two parts as two functions (gradients, then
 # `apply_gradients`), so that the optimizer step can be timed on its own; `compile-step`
 # compiles PyTorch's whole step, whose parts are then not separable. Before training, each cell
