@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from dlbench import peak, theoretical
-from dlbench.frameworks import cpu_precision_problem
+from dlbench.frameworks import cpu_precision_problem, registry
 from dlbench.paths import peak as peak_path
 from dlbench.paths import peak_library as library_path
 from tests.conftest import tool_env
@@ -35,7 +35,11 @@ def _peak(tmp_path, precision: str, *extra: str, env: dict | None = None):
 
 def test_every_library_is_measured_and_the_best_is_the_named_peak(tmp_path):
     record, line = _peak(tmp_path, "fp32", "--seconds=0.3", "--size=256", "--size=384")
-    assert set(record["libraries"]) == {"torch-matmul", "torch-onednn", "tf-matmul"}
+    # Every library every registered framework declares for the CPU.
+    declared = {library.key for framework in registry.frameworks()
+                for library in framework.gemm_libraries if "cpu" in library.devices}
+    assert {"torch-matmul", "torch-onednn", "tf-matmul"} <= declared
+    assert set(record["libraries"]) == declared
     figures = {}
     for key, lib in record["libraries"].items():
         assert lib["status"] == "ok" and lib["reason"] is None, (key, lib["reason"])
@@ -50,9 +54,12 @@ def test_every_library_is_measured_and_the_best_is_the_named_peak(tmp_path):
     best = max(figures, key=figures.get)
     assert (record["status"], record["library"], record["gflops"]) == ("ok", best, figures[best])
     assert f"by {best} " in line and f"{figures[best]:.1f}" in line
+    # Each framework's own product: its default library.
     assert record["framework_gemm"] == {
-        "pytorch": {"library": "torch-matmul", "gflops": figures["torch-matmul"]},
-        "tensorflow": {"library": "tf-matmul", "gflops": figures["tf-matmul"]}}
+        framework.name: {"library": default.key, "gflops": figures[default.key]}
+        for framework in registry.frameworks()
+        for default in framework.gemm_libraries if default.default}
+    assert record["framework_gemm"]["pytorch"]["library"] == "torch-matmul"
     assert record["environment"]["hardware_fingerprint"]
     assert record["theoretical"]["label"] in ("at the maximum clock", "at the nominal clock",
                                               "unknown")
@@ -131,7 +138,10 @@ def test_peak_paths_name_device_precision_threads_and_library():
     assert peak_path("gpu", "bf16", 8) == "results/peak/gpu_bf16_t8.json"
     assert library_path("cpu", "fp32", 2, "tf-matmul") == \
         "results/peak/libraries/cpu_fp32_t2_tf-matmul.json"
-    assert peak.libraries("gpu") == ["torch-matmul", "tf-matmul"]
+    # In the registry's order, on the devices each is declared for (oneDNN: CPU only).
+    gpu = peak.libraries("gpu")
+    assert gpu[:2] == ["torch-matmul", "tf-matmul"] and "torch-onednn" not in gpu
+    assert set(peak.libraries("cpu")) == set(gpu) | {"torch-onednn"}
     assert peak.libraries("cpu", {"pytorch"}) == ["torch-matmul", "torch-onednn"]
 
 
