@@ -20,9 +20,10 @@ PROFILE = ["--workflow-profile", str(REPO / "workflow" / "profiles" / "default")
 CELL = ["--framework=pytorch", "--model=tiny-bert", "--device=cpu", "--batch=1", "--seqlen=8",
         "--optimization=eager", "--warmup-iterations=1", "--min-duration-s=0.05",
         "--min-iterations=3"]
-# One cell of each framework and both optimizations: 3 measured cells, 1 unsupported.
-SMALL = tiny_config(models=["tiny-bert"], devices=["cpu"], batch_sizes=[1], sequence_lengths=[8],
-                    measurement={"timeout_s": 60})
+# Two frameworks (the faults are the workflow's, not a framework's), both optimizations:
+# 3 measured cells, 1 unsupported.
+SMALL = tiny_config(frameworks=["pytorch", "tensorflow"], models=["tiny-bert"], devices=["cpu"],
+                    batch_sizes=[1], sequence_lengths=[8], measurement={"timeout_s": 60})
 
 
 def run_cell(tmp_path, fault: str, *extra: str):

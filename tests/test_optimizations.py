@@ -76,7 +76,7 @@ def expected_problem(optimization: str) -> str | None:
 
 
 def test_every_recipe_combines_with_its_precisions_under_config_friendly_names():
-    for framework in ("pytorch", "tensorflow"):
+    for framework in registry.REGISTERED:
         for recipe in recipes.declared(framework):
             if "inference" not in recipe.scenarios:
                 continue
@@ -187,11 +187,12 @@ def test_a_stale_reference_is_refused(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("framework", ["tensorflow", "jax"])
+@pytest.mark.parametrize("framework", [f for f in registry.REGISTERED if f != "pytorch"])
 def test_other_frameworks_get_pytorchs_weights_without_torch(references, framework):
     """Every 2019 family with a class in the framework, in one process: the same function
     as PyTorch, to fp32."""
-    models = [m for m in MODELS_HERE if MODELS[m].classes.class_name(framework)]
+    about = registry.get(framework)
+    models = [m for m in MODELS_HERE if about.model_class(MODELS[m].family)]
     code = f"""
 import sys
 from pathlib import Path

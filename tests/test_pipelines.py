@@ -106,7 +106,7 @@ print(json.dumps(found))
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("framework", ["pytorch", "tensorflow", "jax"])
+@pytest.mark.parametrize("framework", registry.REGISTERED)
 def test_every_pipeline_hands_the_model_its_recipes_layout(tiny_data, framework):
     """Every pipeline × every recipe: the batch a pipeline yields is in the framework's
     canonical layout (PyTorch: NCHW, contiguous; TensorFlow: NHWC, or NCHW for
@@ -255,10 +255,10 @@ ops = load_ops(backend, "training")
 manifest, spec = read_manifest({manifest!r}), MODELS["cnn"]
 out = {{}}
 for apart in (True, False):
-    optimization = optimization("training", {recipe!r}, {framework!r})
-    model = ops.build(spec, initial_weights(spec, 0), optimization)
-    opt = ops.optimizer(model, OPTIMIZERS["sgd"], 0.01, optimization)
-    step = ops.train_step(model, opt, optimization)
+    recipe = optimization("training", {recipe!r}, {framework!r})
+    model = ops.build(spec, initial_weights(spec, 0), recipe)
+    opt = ops.optimizer(model, OPTIMIZERS["sgd"], 0.01, recipe)
+    step = ops.train_step(model, opt, recipe)
     batches = ops.pipeline(manifest, parse("w0"), {batch}, 0)(0)
     record = ablation(step, batches, 3, {batch}, backend.synchronize, 1, 0.0, 3, apart)
     out[str(apart)] = {{"program": record["program"], "batches": record["batches"],
