@@ -24,14 +24,12 @@ from flax.traverse_util import flatten_dict
 from dlbench.catalogue.optimizers import Optimizer
 from dlbench.catalogue.recipes import Optimization
 from dlbench.frameworks.jax.inference import JaxInference, Model
-from dlbench.frameworks.jax.optimizer import describe, make_optimizer
+from dlbench.frameworks.jax.optimizer import (INITIAL_SCALE, describe, make_optimizer,
+                                              scaled_update)
 from dlbench.measure.parts import Step
 from dlbench.models import ModelSpec
 
 FORWARD_BACKWARD, OPTIMIZER = "forward_backward", "optimizer"
-# PyTorch's GradScaler: the first scale, and after how many finite steps it doubles (it
-# halves after a step with inf/NaN gradients, which is skipped).
-_INITIAL_SCALE, _GROWTH_INTERVAL = 2.0**16, 2000
 
 
 def _embedding_path(params: dict) -> tuple[str, ...]:
@@ -72,7 +70,7 @@ class Trainer:
         self.model, self.opt, self.optimizer = model, opt, optimizer
         self.opt_state = opt.init(model.params)
         self.rng = jax.random.PRNGKey(seed)
-        self.scale = jnp.float32(_INITIAL_SCALE)
+        self.scale = jnp.float32(INITIAL_SCALE)
         self.good_steps = jnp.int32(0)
 
 
@@ -136,19 +134,10 @@ class JaxTrainStep:
             return loss, grads, rng
 
         def update(grads, opt_state, params, scale, good_steps):
-            if scaled:  # unscale; skip a step with inf/NaN gradients and adapt the scale
-                grads = jax.tree.map(lambda g: g / scale, grads)
-            updates, new_state = opt.update(grads, opt_state, params)
-            new_params = optax.apply_updates(params, updates)
-            if not scaled:
-                return new_params, new_state, scale, good_steps
-            finite = jnp.all(jnp.array([jnp.all(jnp.isfinite(g))
-                                        for g in jax.tree.leaves(grads)]))
-            keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(finite, a, b), new, old)  # noqa: E731
-            grown = good_steps + 1 == _GROWTH_INTERVAL
-            scale = jnp.where(finite, jnp.where(grown, scale * 2, scale), scale / 2)
-            good_steps = jnp.where(finite & ~grown, good_steps + 1, 0)
-            return keep(new_params, params), keep(new_state, opt_state), scale, good_steps
+            if scaled:
+                return scaled_update(opt, grads, opt_state, params, scale, good_steps)
+            updates, opt_state = opt.update(grads, opt_state, params)
+            return optax.apply_updates(params, updates), opt_state, scale, good_steps
 
         gradients = jax.jit(gradients)
         update = jax.jit(update, donate_argnums=(1, 2))

@@ -1,8 +1,8 @@
 """JAX training of the CNN from image files: the model (Flax linen), its input pipelines
 (Grain over the PNG files, or the decoded set in memory), the training step (optax, under
-jax.jit for a compiled recipe, else op by op) in each precision, and evaluation with
-dropout off. Only `jit` is registered for JAX (training_recipes): `eager` also names
-train_step's recipes, whose JAX steps are always jitted.
+jax.jit for a compiled recipe, else op by op) in each precision (fp16 with dynamic loss
+scaling), and evaluation with dropout off. Only `jit` is registered for JAX (recipes.py):
+`eager` also names train_step's recipes, whose JAX steps are always jitted.
 
 Flax linen rather than nnx: linen is a pure function of a parameter pytree, so the shared
 weights load as a plain dict and the step is a function that jax.jit compiles as it is;
@@ -26,6 +26,7 @@ from dlbench.catalogue.recipes import Optimization
 from dlbench.data import decode
 from dlbench.data.pipeline import PAD, Pipeline
 from dlbench.frameworks.jax.loader import EpochSlots, LoadImage, SharedImages, exit_with_parent
+from dlbench.frameworks.jax.optimizer import INITIAL_SCALE, make_optimizer, scaled_update
 from dlbench.models.vision import CNN
 
 _COMPUTE = {"bf16": jnp.bfloat16, "fp16": jnp.float16}
@@ -70,16 +71,6 @@ def flax_weights(weights: dict[str, np.ndarray], spec: CNN) -> dict:
     return jax.tree.map(lambda a: jnp.asarray(np.ascontiguousarray(a)), params)
 
 
-def make_optimizer(optimizer: Optimizer, learning_rate: float) -> optax.GradientTransformation:
-    """SGD with momentum as PyTorch's (v ← μv + g; p ← p − lr·v; Keras's form is the same
-    for a constant learning rate) and Adam as PyTorch's: betas 0.9, 0.999, epsilon 1e-7
-    (Keras's default, which PyTorch's cells set) added to the bias-corrected √v; optax's
-    own default epsilon is 1e-8."""
-    if optimizer.name == "sgd":
-        return optax.sgd(learning_rate, momentum=optimizer.momentum, nesterov=False)
-    return optax.adam(learning_rate, b1=0.9, b2=0.999, eps=1e-7, eps_root=0.0)
-
-
 class Model:
     """The module, its parameters on the device and the recipe's dtype: what JAX keeps
     apart from a model object (parameters are values, updated by the step)."""
@@ -112,9 +103,6 @@ class JaxTraining:
     def build(self, spec: CNN, weights: dict[str, np.ndarray],
               optimization: Optimization) -> Model:
         """The CNN on the device with the given (canonical-layout) weights."""
-        if optimization.precision.name == "fp16":
-            raise NotImplementedError("JAX training in fp16 needs loss scaling, which optax "
-                                      "lacks and dlbench does not implement for JAX yet")
         net = Net(spec, _COMPUTE.get(optimization.precision.name, jnp.float32))
         params = jax.device_put(flax_weights(weights, spec), self.device)
         return Model(net, params, jit=optimization.recipe.compiled)
@@ -198,7 +186,8 @@ class JaxTraining:
     def train_step(self, model: Model, opt: optax.GradientTransformation,
                    optimization: Optimization) -> "JaxStep":
         """The training step, in parts (see dlbench.measure.training.Step)."""
-        return JaxStep(model, opt, self.backend, self.seed)
+        return JaxStep(model, opt, self.backend, self.seed,
+                       scaled=optimization.precision.name == "fp16")
 
     def compilation(self) -> None:
         """torch.compile's counters: none in JAX."""
@@ -240,16 +229,20 @@ class JaxStep:
     of a dropout key split from the step's), optimizer step (optax). Under `jit`, like
     TensorFlow's graph: the whole step is one compiled program, and timed in parts
     gradients and the optimizer step are two (the gradients then leave the first as its
-    outputs). The parameters and the optimizer state are values the step replaces. Each
+    outputs). fp16 scales the loss dynamically (dlbench.frameworks.jax.optimizer). The
+    parameters and the optimizer state are values the step replaces. Each
     part hands its arrays to the backend's `hold`, so that `synchronize` waits for them
     (JAX dispatches asynchronously, on the CPU too)."""
 
     separable = True
 
-    def __init__(self, model: Model, opt: optax.GradientTransformation, backend, seed: int):
+    def __init__(self, model: Model, opt: optax.GradientTransformation, backend, seed: int,
+                 scaled: bool = False):
         self.model, self.opt, self.device, self.hold = model, opt, backend.device, backend.hold
-        device = self.device
+        device, self.scaled = self.device, scaled
         self.opt_state = jax.device_put(opt.init(model.params), device)
+        self.scale = jax.device_put(jnp.float32(INITIAL_SCALE if scaled else 1.0), device)
+        self.good_steps = jax.device_put(jnp.int32(0), device)
         self.key = jax.device_put(jax.random.key(seed), device)
         self._grads = None
         self._gradients, self._apply = self._gradients_fn, self._apply_fn
@@ -264,19 +257,25 @@ class JaxStep:
                                       rngs={"dropout": key})
         return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
 
-    def _gradients_fn(self, params, key, x, y):
+    def _gradients_fn(self, params, key, scale, x, y):
         key, dropout = jax.random.split(key)
-        loss, grads = jax.value_and_grad(self._loss)(params, x, y, dropout)
+
+        def scaled_loss(p):
+            loss = self._loss(p, x, y, dropout)
+            return loss * scale, loss
+
+        grads, loss = jax.grad(scaled_loss, has_aux=True)(params)
         return loss, grads, key
 
-    def _apply_fn(self, params, opt_state, grads):
+    def _apply_fn(self, params, opt_state, grads, scale, good_steps):
+        if self.scaled:
+            return scaled_update(self.opt, grads, opt_state, params, scale, good_steps)
         updates, opt_state = self.opt.update(grads, opt_state, params)
-        return optax.apply_updates(params, updates), opt_state
+        return optax.apply_updates(params, updates), opt_state, scale, good_steps
 
-    def _compute_fn(self, params, opt_state, key, x, y):
-        loss, grads, key = self._gradients_fn(params, key, x, y)
-        params, opt_state = self._apply_fn(params, opt_state, grads)
-        return loss, params, opt_state, key
+    def _compute_fn(self, params, opt_state, key, scale, good_steps, x, y):
+        loss, grads, key = self._gradients_fn(params, key, scale, x, y)
+        return (loss, *self._apply_fn(params, opt_state, grads, scale, good_steps), key)
 
     def to_device(self, batch):
         x, y = batch  # numpy arrays from the files, or arrays already on the device
@@ -284,17 +283,19 @@ class JaxStep:
 
     def forward_backward(self, x, y) -> jax.Array:
         loss, self._grads, self.key = self.hold(
-            self._gradients(self.model.params, self.key, x, y))
+            self._gradients(self.model.params, self.key, self.scale, x, y))
         return loss
 
     def optimizer_step(self) -> None:
-        self.model.params, self.opt_state = self.hold(
-            self._apply(self.model.params, self.opt_state, self._grads))
+        self.model.params, self.opt_state, self.scale, self.good_steps = self.hold(
+            self._apply(self.model.params, self.opt_state, self._grads, self.scale,
+                        self.good_steps))
         self._grads = None
 
     def compute(self, x, y) -> jax.Array:
-        loss, self.model.params, self.opt_state, self.key = self.hold(
-            self._compute(self.model.params, self.opt_state, self.key, x, y))
+        (loss, self.model.params, self.opt_state, self.scale, self.good_steps,
+         self.key) = self.hold(self._compute(self.model.params, self.opt_state, self.key,
+                                             self.scale, self.good_steps, x, y))
         return loss
 
     def __call__(self, batch) -> jax.Array:
