@@ -361,6 +361,7 @@ def test_the_change_plot_draws_one_row_per_compared_cell(tmp_path):
     plt.close(fig)
 
 
+@pytest.mark.slow  # three `snakemake` runs
 def test_the_compare_rule_exists_only_with_a_baseline(tmp_path):
     """Without compare.baseline the workflow has no compare job (the other jobs' commands
     are those of a config without the key); with it, one job runs `dlbench compare`."""

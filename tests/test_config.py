@@ -170,6 +170,7 @@ def test_names_that_would_reach_paths_or_shells_are_refused(name):
         models=["tiny-bert", name])
 
 
+@pytest.mark.slow  # two `snakemake` runs; load_file's errors are checked quickly above
 def test_missing_or_broken_config_file_through_snakemake(tmp_path):
     run = snakemake(tmp_path, None, "--configfile", str(tmp_path / "nope.yaml"), "-n")
     assert run.returncode != 0 and "nope.yaml" in run.stdout + run.stderr

@@ -39,8 +39,11 @@ def test_the_preset_is_the_2019_matrix():
     assert len(runnable) == 5 * 4 * 2 * (7 * 5 + 3)
 
 
-@pytest.mark.parametrize("preset", [None, *sorted(PRESET.parent.glob("*.yaml"))],
-                         ids=lambda p: p.name if p else "default")
+# Snakemake's merging is one mechanism: the quick subset checks it for the default and one
+# preset, the full suite for every preset.
+@pytest.mark.parametrize("preset", [None, PRESET, *(
+    pytest.param(p, marks=pytest.mark.slow) for p in sorted(PRESET.parent.glob("*.yaml"))
+    if p != PRESET)], ids=lambda p: p.name if p else "default")
 def test_a_config_file_given_replaces_the_default(tmp_path, preset):
     """Where a user runs it (beside config/config.yaml), `--configfile preset` plans the
     preset's cells and none of the default's: Snakemake would merge the two otherwise."""
