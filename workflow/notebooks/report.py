@@ -31,7 +31,7 @@ df = load(summary)
 ok = timed(df)
 
 # %% [markdown]
-# # dlbench report: PyTorch vs TensorFlow
+# # dlbench report: which framework, with which optimization, is fastest here
 #
 # **How to read this report.** Each *cell* is one measurement, in its own process: one
 # framework running one model on one device with one optimization (for example `eager` or
