@@ -184,7 +184,7 @@ def test_missing_or_broken_config_file_through_snakemake(tmp_path):
 
 def test_check_command_validates_a_preset(tmp_path):
     good, bad = tmp_path / "good.yaml", tmp_path / "bad.yaml"
-    good.write_text(yaml.safe_dump(TINY_CONFIG))
+    good.write_text(yaml.safe_dump(tiny_config(frameworks=["pytorch", "tensorflow"])))
     bad.write_text(yaml.safe_dump(tiny_config(batch_sizes=[-1])))
     dlbench = [sys.executable, "-m", "dlbench", "check"]
     done = subprocess.run([*dlbench, str(good)], capture_output=True, text=True, env=tool_env())
