@@ -6,7 +6,7 @@ from pathlib import Path
 
 from dlbench import env, result
 from dlbench.matrix import Cell
-from dlbench.measure.flags import flags
+from dlbench.measure.flags import cell_flags
 from dlbench.measure.sampler import GpuSampler, ProcessSampler
 
 
@@ -58,16 +58,6 @@ def annotate(record: dict, sampler: ProcessSampler, gpu: GpuSampler | None) -> d
         memory["device_process_steady_peak_mb"] = gpu.memory_peak_mb(loop_start, loop_end)
     record["flags"] = cell_flags(record, [record["utilization"]])
     return record
-
-
-def cell_flags(record: dict, windows: list[dict | None], between_cv: float | None = None
-               ) -> dict:
-    """The flags of a measured record, from its figures and the utilization windows of
-    its processes."""
-    timing = record["timing"]
-    return flags(timing["relative_iqr"], windows, threads=record["settings"].get("threads"),
-                 between_cv=between_cv, interval=timing,
-                 compilation=record.get("compilation"))
 
 
 def _unix_time(timestamp: str) -> float:

@@ -5,36 +5,18 @@ import re
 
 import pandas as pd
 
+from dlbench.analysis.summary import axes, is_measurement
 from dlbench.report.format import fmt_ms
 
 # The axes of every scenario, first in the table; the scenario's sizes follow them.
 IDENTITY = ["framework", "model", "device", "optimization"]
-# What a column is when it is not a parameter of the cell: the outcome, provenance, the
-# columns the analysis derives, a result section's prefix, a unit's suffix.
-_OUTCOME = {"cell_id", "scenario", "status", "reason", "started_at", "finished_at", "source",
-            "intra_op_threads", "inter_op_threads", "iterations", "warmup_iterations",
-            "relative_iqr", "timed", "checked", "wrong_answer", "eager_ms", "speedup",
-            "precision", "protocol", "attempts", "stopped_by", "target_ci", "profiled"}
-_PREFIXES = ("env_", "utilization_", "flags_", "optimization_", "correctness_", "process_",
-             "device_time_", "between_processes_", "median_ci95_", "arithmetic_",
-             "attention_", "compilation_", "mixed_precision_", "path_", "profile_",
-             "breakdown_", "step_", "loss_")
-_SUFFIXES = ("_ms", "_s", "_mb", "_low", "_high", "_fraction")
 _PERCENTILE = re.compile(r"p(\d+)_ms")
-
-
-def is_measurement(column: str) -> bool:
-    """Whether a summary column holds a cell's outcome or measurement (not a parameter)."""
-    return (column in _OUTCOME or column.startswith(_PREFIXES)
-            or column.endswith(_SUFFIXES))
 
 
 def parameter_columns(cells: pd.DataFrame) -> list[str]:
     """The parameters of these cells: the identity axes, then their scenario's axes — from
     the registry where the scenario is known here, else every other column that is not a
     measurement and has a value in at least one of them (in summary order)."""
-    from dlbench.analysis.summary import axes
-
     present = [c for c in cells.columns if cells[c].notna().any()]
     known = {a for scenario in cells["scenario"].dropna().unique() for a in axes(scenario)}
     if known:

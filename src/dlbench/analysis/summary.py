@@ -99,6 +99,25 @@ def axes(scenario: str) -> list[str]:
     return [axis.name for axis in known[scenario].axes] if scenario in known else []
 
 
+# What a column is when it is not a parameter of the cell: the outcome, provenance, the
+# columns the analysis derives, a result section's prefix, a unit's suffix.
+_OUTCOME = {"cell_id", "scenario", "status", "reason", "started_at", "finished_at", "source",
+            "intra_op_threads", "inter_op_threads", "iterations", "warmup_iterations",
+            "relative_iqr", "timed", "checked", "wrong_answer", "eager_ms", "speedup",
+            "precision", "protocol", "attempts", "stopped_by", "target_ci", "profiled"}
+_PREFIXES = ("env_", "utilization_", "flags_", "optimization_", "correctness_", "process_",
+             "device_time_", "between_processes_", "median_ci95_", "arithmetic_",
+             "attention_", "compilation_", "mixed_precision_", "path_", "profile_",
+             "breakdown_", "step_", "loss_")
+_SUFFIXES = ("_ms", "_s", "_mb", "_low", "_high", "_fraction")
+
+
+def is_measurement(column: str) -> bool:
+    """Whether a summary column holds a cell's outcome or measurement (not a parameter)."""
+    return (column in _OUTCOME or column.startswith(_PREFIXES)
+            or column.endswith(_SUFFIXES))
+
+
 def scenarios(frame: pd.DataFrame) -> list[str]:
     """The scenarios present: the registered ones in their order, then the others sorted."""
     present, known = set(frame["scenario"]), list(registry.scenarios())
@@ -108,8 +127,6 @@ def scenarios(frame: pd.DataFrame) -> list[str]:
 def of_scenario(frame: pd.DataFrame, scenario: str) -> pd.DataFrame:
     """The cells of one scenario. A parameter that another scenario lacks was stored as
     floats (NaN there): it is an integer again where all of this scenario's values are."""
-    from dlbench.analysis.generic import is_measurement
-
     cells = frame[frame["scenario"].eq(scenario)].copy()
     for column in cells.columns:
         values = cells[column]

@@ -94,3 +94,13 @@ def flags(relative_iqr: float, windows: list[dict | None], *, threads: int | Non
 def noisy(cell_flags: dict | None) -> bool:
     """Whether a cell has a noise flag (worth measuring again)."""
     return bool(cell_flags) and any(cell_flags.get(name) for name in NOISE)
+
+
+def cell_flags(record: dict, windows: list[dict | None], between_cv: float | None = None
+               ) -> dict:
+    """The flags of a measured record, from its figures and the utilization windows of
+    its processes."""
+    timing = record["timing"]
+    return flags(timing["relative_iqr"], windows, threads=record["settings"].get("threads"),
+                 between_cv=between_cv, interval=timing,
+                 compilation=record.get("compilation"))

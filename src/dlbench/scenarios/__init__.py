@@ -13,24 +13,26 @@ the environment variable DLBENCH_PLUGINS (separated by ':') are loaded and may r
 more: a way to try a new scenario without changing dlbench.
 """
 
-import importlib
-import importlib.util
 import itertools
-import os
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from dlbench.axes import FRAMEWORKS
 from dlbench.catalogue import recipes
 from dlbench.codec import Codec
+from dlbench.measure.flags import cell_flags
 from dlbench.measure.stats import between_processes, relative_half_width, summarize
+from dlbench.scenarios.cell import Cell
 
-if TYPE_CHECKING:
-    from dlbench.matrix import Cell
-
-PLUGINS_VARIABLE = "DLBENCH_PLUGINS"
-BUILT_IN = ("inference", "training", "train_step")
+# The registry's API, read here as before it had its own module.
+from dlbench.scenarios.registry import (  # noqa: F401
+    _REGISTRY,
+    BUILT_IN,
+    PLUGINS_VARIABLE,
+    get,
+    register,
+    scenarios,
+)
 
 
 @dataclass(frozen=True)
@@ -154,8 +156,6 @@ class Scenario:
 
     def cells(self, section: dict, frameworks: list[str], devices: list[str]) -> list["Cell"]:
         """Every combination of the section's axes, in config order."""
-        from dlbench.matrix import Cell
-
         names = [axis.name for axis in self.axes]
         return [
             Cell(self.name, framework, model, device, optimization,
@@ -211,8 +211,6 @@ class Scenario:
         """One record from a cell's repeats (fresh processes): the samples pooled, the
         spread between the processes, and the 95% interval of the median from that
         spread (samples of different processes are not independent draws)."""
-        from dlbench.record import cell_flags
-
         final = records[0]
         if len(records) == 1 or final["status"] != "ok":
             return final
@@ -291,43 +289,3 @@ def _per_framework(names: dict) -> dict:
 def _names(description: str, names: list[str]) -> dict:
     return {"description": description, "type": "array", "minItems": 1, "uniqueItems": True,
             "items": {"type": "string", "enum": list(names)}}
-
-
-_REGISTRY: dict[str, Scenario] = {}
-_loaded = False
-
-
-def register(scenario: Scenario) -> Scenario:
-    """Add a scenario to the registry (a plugin calls this when it is loaded)."""
-    if not scenario.name.isidentifier() or not scenario.name.islower():
-        raise ValueError(f"scenario name {scenario.name!r}: lower-case letters, digits and _")
-    _REGISTRY[scenario.name] = scenario
-    return scenario
-
-
-def _load() -> None:
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    for name in BUILT_IN:
-        importlib.import_module(f"dlbench.scenarios.{name}")
-    for path in filter(None, os.environ.get(PLUGINS_VARIABLE, "").split(os.pathsep)):
-        spec = importlib.util.spec_from_file_location(f"dlbench_plugin_{Path(path).stem}", path)
-        if spec is None or not Path(path).is_file():
-            raise FileNotFoundError(f"{PLUGINS_VARIABLE}: no Python file at {path}")
-        spec.loader.exec_module(importlib.util.module_from_spec(spec))
-
-
-def scenarios() -> dict[str, Scenario]:
-    """Every registered scenario by name."""
-    _load()
-    return dict(_REGISTRY)
-
-
-def get(name: str) -> Scenario:
-    _load()
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise KeyError(f"unknown scenario {name!r}; known: {', '.join(_REGISTRY)}") from None

@@ -23,7 +23,7 @@ from dlbench.scenarios.inference_ops import InferenceOps
 if TYPE_CHECKING:
     import numpy as np
 
-    from dlbench.matrix import Cell
+    from dlbench.scenarios.cell import Cell
 
 # The transformers line whose model classes the registry names.
 TRANSFORMERS_LINE = "4.57"
@@ -318,7 +318,7 @@ def throughput(cell: "Cell", median_ms: float) -> dict:
 
 
 def _cell(params: dict) -> "Cell":
-    from dlbench.matrix import Cell
+    from dlbench.scenarios.cell import Cell
 
     return Cell.from_params(params)
 
@@ -326,7 +326,7 @@ def _cell(params: dict) -> "Cell":
 def cell(framework: str, model: str, device: str, batch: int, seqlen: int,
          optimization: str) -> "Cell":
     """An inference cell, named as in v1 (tests, scripts and the bench use this)."""
-    from dlbench.matrix import Cell
+    from dlbench.scenarios.cell import Cell
 
     return Cell("inference", framework, model, device, optimization,
                 (("batch", batch), ("seqlen", seqlen)))

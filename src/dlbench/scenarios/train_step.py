@@ -34,7 +34,7 @@ from dlbench.scenarios.train_step_ops import TrainStepOps
 if TYPE_CHECKING:
     import numpy as np
 
-    from dlbench.matrix import Cell
+    from dlbench.scenarios.cell import Cell
 
 # How many of the first steps' losses a result keeps (every step's would be as many numbers
 # as the timing's samples): enough to see the loss fall.
@@ -221,7 +221,7 @@ class TrainStep(OptimizerSettings, Scenario):
 
 
 def _cell(params: dict) -> "Cell":
-    from dlbench.matrix import Cell
+    from dlbench.scenarios.cell import Cell
 
     return Cell.from_params(params)
 

@@ -27,7 +27,7 @@ from dlbench.scenarios._optimizer import OPTIMIZER_AXIS, OptimizerSettings
 from dlbench.scenarios.training_ops import TrainingOps
 
 if TYPE_CHECKING:
-    from dlbench.matrix import Cell
+    from dlbench.scenarios.cell import Cell
 
 DATASETS = ("synthetic", "digits", "cifar10")
 
