@@ -87,25 +87,33 @@ def test_a_failing_cell_costs_only_itself(tmp_path, fault, reason):
 
 @pytest.mark.slow
 def test_grouped_and_isolated_cells_agree_within_the_noise(tmp_path):
-    """The same cells, each in 3 fresh processes and then all in one: every grouped median
-    lies within the spread of the fresh processes' medians, widened by 10%."""
+    """The same cells, each in 3 fresh processes, then all in one, then each in 3 fresh
+    processes again: every grouped median lies within the spread of the fresh processes'
+    medians, widened by 10%. The fresh processes run before and after the group, so that a
+    drift of the machine between them widens the spread instead of failing the check (seen
+    in one full suite run with fresh processes before the group only: the grouped median
+    0.44 ms against 0.61-0.66 ms a minute earlier; run alone, they agreed); a bias of
+    grouping itself still falls outside it."""
     cells = ["--optimization=eager", "--batch", "1", "4", "--seqlen", "32", "64",
              "--min-duration-s=0.5", "--min-iterations=20", "--warmup-iterations=5"]
-    done, isolated = run_group(tmp_path / "isolated", *cells, "--repeats=3")
+    done, before = run_group(tmp_path / "before", *cells, "--repeats=3")
     assert done.returncode == 0, done.stderr
     done, grouped = run_group(tmp_path / "grouped", *cells)
     assert done.returncode == 0, done.stderr
+    done, after = run_group(tmp_path / "after", *cells, "--repeats=3")
+    assert done.returncode == 0, done.stderr
     assert len(grouped) == 4
     for cell, record in grouped.items():
-        repeats = [r["median_ms"] for r in isolated[cell]["timing"]["repeats"]]
+        repeats = [r["median_ms"] for isolated in (before, after)
+                   for r in isolated[cell]["timing"]["repeats"]]
         low, high = min(repeats) / 1.1, max(repeats) * 1.1
         assert low <= record["timing"]["median_ms"] <= high, (cell, repeats, record["timing"])
 
 
 @pytest.mark.slow
 def test_workflow_runs_one_job_per_group(tmp_path):
-    matrix = tiny_config(models=["tiny-bert"], devices=["cpu"],
-                         measurement={"process": "per_group"})
+    matrix = tiny_config(frameworks=["pytorch", "tensorflow"], models=["tiny-bert"],
+                         devices=["cpu"], measurement={"process": "per_group"})
     run = snakemake(tmp_path, matrix, *PROFILE, "--cores", "2")
     assert run.returncode == 0, run.stderr[-2000:]
     cells = expand_cells(config.validate(matrix))
