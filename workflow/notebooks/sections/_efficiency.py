@@ -32,18 +32,18 @@ if len(scenarios(everything)) > 1:  # the first common section: out of the last 
 # GFLOP/s** is that work over the median time. The **peak** is this machine's limit,
 # measured as one: per device, precision and thread count of the cells, the matrix product
 # of every library the frameworks use — PyTorch's default `torch.matmul` (MKL on the CPU,
-# cuBLAS on a GPU), oneDNN through PyTorch (CPU), TensorFlow's `tf.matmul` in a
-# `tf.function` — each in a process of its own, at a few sizes where the product is bound
-# by arithmetic, taking each library's best batch (`dlbench peak`, measured once and kept
-# in `results/peak/`). The peak is the best library, named below; each framework's **own
-# GEMM** is its default library's rate, so that a gap between the frameworks that is a gap
-# between their libraries shows. Where the CPU tells its vector width, FMA units and clock,
-# the theoretical figure stands beside it with its assumptions (a virtual machine shows
-# only its host's nominal clock: the cores may run faster than that figure says). **% of
-# peak** is achieved over peak: the share of the machine's best matrix-product speed that
-# the whole model reached, copies, softmax and framework overhead included — small inputs
-# leave most of it unused. A cell above 100% is a measurement problem — its time, its FLOP
-# count or the peak is wrong — and is flagged with its numbers below.
+# cuBLAS on a GPU), oneDNN through PyTorch (CPU), TensorFlow's `tf.matmul` in a `tf.function`,
+# JAX's `jnp.matmul` under `jax.jit` — each in a process of its own, at a few sizes where the
+# product is bound by arithmetic, taking each library's best batch (`dlbench peak`, measured once
+# and kept in `results/peak/`). The peak is the best library, named below; each framework's **own
+# GEMM** is its default library's rate, so that a gap between the frameworks that is a gap between
+# their libraries shows. Where the CPU tells its vector width, FMA units and clock, the
+# theoretical figure stands beside it with its assumptions (a virtual machine shows only its
+# host's nominal clock: the cores may run faster than that figure says). **% of peak** is achieved
+# over peak: the share of the machine's best matrix-product speed that the whole model reached,
+# copies, softmax and framework overhead included — small inputs leave most of it unused. A cell
+# above 100% is a measurement problem — its time, its FLOP count or the peak is wrong — and is
+# flagged with its numbers below.
 
 # %%
 if cells.empty:

@@ -39,21 +39,25 @@ if len(scenarios(everything)) > 1:
 #
 # - **The same arithmetic.** A precision is named, and it is the same in every framework:
 #   `fp32` computes float32 matrix products in float32 (TF32, which TensorFlow would use on
-#   Ampere or newer GPUs by default, is switched off in both and recorded in every cell);
+#   Ampere or newer GPUs by default, is switched off in every framework and recorded in every
+#   cell);
 #   `tf32` allows it on purpose. Under `bf16` and `fp16` each framework keeps some ops in
-#   float32 by its own rules (torch.autocast's op lists, Keras's mixed-precision policy):
+#   float32 by its own rules (torch.autocast's op lists, Keras's mixed-precision policy,
+#   the Flax modules' computation dtype):
 #   the same name is not the same arithmetic, and the ops are listed below.
-# - **The same algorithm, where it can be.** Both frameworks run transformers'
+# - **The same algorithm, where it can be.** Every framework runs transformers'
 #   implementations of each model, not the same kernels. PyTorch's attention is
 #   transformers' SDPA implementation (a fused kernel) or, with
 #   `measurement.attention: eager`, its explicit one, which is also what its TensorFlow
-#   classes run. Within PyTorch every recipe does the same attention work: an all-ones
-#   attention mask is skipped in eager, TorchScript and torch.compile alike.
+#   and Flax classes run: under the default (SDPA) the frameworks' attention differs, and
+#   a comparison of PyTorch with the others is of unlike algorithms. Within PyTorch every
+#   recipe does the same attention work: an all-ones attention mask is skipped in eager,
+#   TorchScript and torch.compile alike.
 # - **Right answers only.** A cell whose output is outside its precision's tolerance has
 #   no speed-up and takes no part in a comparison; the tables count what they left out.
-# - **The same cells on both sides.** An optimization's average speed-up is over the cells
-#   that every compared optimization measured with a right answer; PyTorch and TensorFlow
-#   are compared at equal precision.
+# - **The same cells on every side.** An optimization's average speed-up is over the cells
+#   that every compared optimization measured with a right answer; the frameworks are
+#   compared at equal precision.
 # - **Differences inside the noise are ties.** Every median has a 95% confidence interval;
 #   a ratio's interval comes from the two medians' intervals, and a ratio whose interval
 #   contains 1 is a tie.
@@ -178,10 +182,10 @@ else:
 # ## Correctness
 #
 # Every cell's output (the model's last hidden state) is compared with a reference: **PyTorch
-# eager in fp32 on the CPU**, with the same weights (TensorFlow loads PyTorch's) and the same
-# token ids, so a difference between the frameworks is a real difference. The relative error is
-# max |output − reference| / max |reference|; the tolerance depends on the precision. Worst
-# values over each optimization's cells:
+# eager in fp32 on the CPU**, with the same weights (TensorFlow and JAX load PyTorch's) and the
+# same token ids, so a difference between the frameworks is a real difference. The relative
+# error is max |output − reference| / max |reference|; the tolerance depends on the
+# precision. Worst values over each optimization's cells:
 
 # %%
 checked = ok[ok["checked"]]
@@ -293,7 +297,7 @@ else:
 # ## Memory by phase
 #
 # A cell's peak host memory includes loading the model (building it, reading the shared
-# weights, converting them: TensorFlow loads PyTorch's weights), which says more about
+# weights, converting them: TensorFlow and JAX load PyTorch's weights), which says more about
 # loading than about inference. So each cell records its memory by phase (MiB, resident
 # memory of the measuring process): the **load peak** until the model is ready, the
 # **model resident** then, the **first call's peak** (compilation, tracing) and the
