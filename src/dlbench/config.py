@@ -12,6 +12,7 @@ unless `scenario` says otherwise) and override its keys there, so that
 
 import copy
 import difflib
+import math
 from functools import cache
 from pathlib import Path
 
@@ -57,9 +58,11 @@ def validate(config: dict, source: str = "config") -> dict:
     config, aliases = _sections(copy.deepcopy(config))
     validator = jsonschema.Draft202012Validator(_schema())
     errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.path)))
-    if errors:
-        lines = "\n".join(f"  - {_describe(e, aliases)}" for e in errors)
-        raise ConfigError(f"invalid {source}:\n{lines}")
+    named = {_key(e, aliases) for e in errors}
+    lines = _one_per_value([_describe(e, aliases) for e in _one_per_key(errors)]
+                           + [line for key, line in _non_finite(config) if key not in named])
+    if lines:
+        raise ConfigError(f"invalid {source}:\n" + "\n".join(f"  - {line}" for line in lines))
     config = _with_defaults(_schema(), config)
     sections = [name for name in scenarios.scenarios() if name in config]
     config.setdefault("scenarios", sections)
@@ -170,17 +173,69 @@ def _key(error: jsonschema.ValidationError, aliases: dict[str, str]) -> str:
 
 
 def _expected(schema: dict) -> str:
-    """What a scalar must be, in words."""
-    kind = {"integer": "an integer", "number": "a number", "string": "a string"}.get(
-        schema.get("type"), schema.get("type", "a value")
-    )
-    if schema.get("minimum") == 1 and schema.get("type") == "integer":
-        return "a positive integer"
-    if schema.get("minimum") == 0:
-        return f"{kind} ≥ 0"
-    if schema.get("exclusiveMinimum") == 0:
-        return "a positive number"
-    return kind
+    """What a scalar must be, in words: its type and its range."""
+    kind = schema.get("type")
+    if kind == "boolean":
+        return "true or false"
+    if kind not in ("integer", "number"):
+        return {"string": "a string"}.get(kind, f"a {kind or 'value'}")
+    low, high = schema.get("minimum"), schema.get("maximum")
+    above, below = schema.get("exclusiveMinimum"), schema.get("exclusiveMaximum")
+    if high is None and below is None and (low, above) in ((1, None), (None, 0)):
+        return "a positive integer" if kind == "integer" else "a positive number"
+    bounds = [f"{sign} {bound}" for sign, bound in
+              (("≥", low), (">", above), ("≤", high), ("<", below)) if bound is not None]
+    noun = "an integer" if kind == "integer" else "a number"
+    return f"{noun} {' and '.join(bounds)}" if bounds else noun
+
+
+def _fraction_hint(value: object, schema: dict) -> str:
+    """A percentage given where a fraction is wanted (target_accuracy: 70 for 0.7)."""
+    if (schema.get("maximum") == 1 and isinstance(value, int | float)
+            and not isinstance(value, bool) and 1 < value <= 100):
+        return f" (a fraction: {value / 100:g} for {value:g}%)"
+    return ""
+
+
+# Checks of one value (not of a list or a section): a value that fails several of them
+# (1 among model names: not a string, not a name) gets one message, made from its schema.
+SCALAR_CHECKS = {"type", "enum", "minimum", "maximum", "exclusiveMinimum",
+                 "exclusiveMaximum", "pattern"}
+
+
+def _is_scalar(error: jsonschema.ValidationError) -> bool:
+    return (error.validator in SCALAR_CHECKS
+            and error.schema.get("type") not in ("array", "object"))
+
+
+def _one_per_key(errors: list) -> list:
+    """The errors, with one of a scalar's (its message names every requirement)."""
+    seen, kept = set(), []
+    for error in errors:
+        if _is_scalar(error):
+            if tuple(error.absolute_path) in seen:
+                continue
+            seen.add(tuple(error.absolute_path))
+        kept.append(error)
+    return kept
+
+
+def _one_per_value(lines: list[str]) -> list[str]:
+    return list(dict.fromkeys(lines))
+
+
+def _non_finite(config: object, key: str = "") -> list[tuple[str, str]]:
+    """(key, message) of every NaN or infinity: they pass every range of the schema (NaN
+    compares false with all), and no setting means either."""
+    if isinstance(config, dict):
+        return [p for k, v in config.items()
+                for p in _non_finite(v, f"{key}.{k}" if key else str(k))]
+    if isinstance(config, list):
+        return [p for i, v in enumerate(config) for p in _non_finite(v, f"{key}[{i}]")]
+    if isinstance(config, float) and not math.isfinite(config):
+        return [(key, f"config key '{key}': {config!r} is not allowed; it must be a finite "
+                 "number")]
+    return []
 
 
 def _suggest(value: object, options: list[str], prefix: str = "") -> str:
@@ -210,11 +265,8 @@ def _describe(error: jsonschema.ValidationError, aliases: dict[str, str]) -> str
                 f"allowed keys: {', '.join(prefix + a for a in allowed)}"
                 for k in unknown
             )
-        case "enum":
-            return (
-                f"{where}: {value!r} is not allowed{_suggest(value, error.validator_value)}; "
-                f"allowed values: {', '.join(map(str, error.validator_value))}"
-            )
+        case _ if _is_scalar(error):
+            return _scalar_problem(where, value, schema)
         case "required":
             missing = error.message.split("'")[1]
             prefix = f"{key}." if key else ""
@@ -227,15 +279,29 @@ def _describe(error: jsonschema.ValidationError, aliases: dict[str, str]) -> str
         case "uniqueItems":
             return f"{where}: {value!r} lists a value more than once"
         case "type" if schema.get("type") == "array":
-            return f"{where}: {value!r} must be a list, for example [{value!r}]"
+            return f"{where}: {value!r} must be a list, for example [{_typed(value)!r}]"
         case "type" if schema.get("type") == "object":
-            return f"{where}: {value!r} must be a mapping of keys to values"
-        case "pattern":
-            return (
-                f"{where}: {value!r} has characters outside the allowed set "
-                f"(regular expression {error.validator_value})"
-            )
-        case "type" | "minimum" | "exclusiveMinimum":
-            return f"{where}: {value!r} is not allowed; it must be {_expected(schema)}"
+            example = None if schema.get("required") else next(
+                ((k, p["default"]) for k, p in schema.get("properties", {}).items()
+                 if "default" in p), None)
+            hint = f", for example {{{example[0]}: {example[1]}}}" if example else ""
+            return f"{where}: {value!r} must be a mapping of keys to values{hint}"
         case _:
             return f"{where}: {error.message}"
+
+
+def _scalar_problem(where: str, value: object, schema: dict) -> str:
+    """One message for a bad value: what it must be (its allowed names, its form in words,
+    its type and range), with the closest allowed name where one is close."""
+    if "enum" in schema:
+        return (f"{where}: {value!r} is not allowed{_suggest(value, schema['enum'])}; "
+                f"allowed values: {', '.join(map(str, schema['enum']))}")
+    if "x-expected" in schema:  # a pattern, described in words by its schema
+        examples = schema.get("x-examples", [])
+        close = _suggest(str(value).lower(), examples) if isinstance(value, str) else ""
+        return f"{where}: {value!r} is not allowed{close}; it must be {schema['x-expected']}"
+    if "pattern" in schema and isinstance(value, str):
+        return (f"{where}: {value!r} has characters outside the allowed set "
+                f"(regular expression {schema['pattern']})")
+    return (f"{where}: {value!r} is not allowed; it must be {_expected(schema)}"
+            f"{_fraction_hint(value, schema)}")

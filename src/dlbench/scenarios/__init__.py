@@ -46,6 +46,8 @@ class Axis:
     type: type = int
     choices: tuple[str, ...] = ()  # the values allowed (text axes) …
     pattern: str = "^[a-z0-9-]+$"  # … or the form they must have
+    expected: str = ""  # that form in words, for messages …
+    examples: tuple[str, ...] = ()  # … and names of that form, to suggest the closest
 
     def schema(self) -> dict:
         """Its values' JSON schema: the config's list items, and `dlbench run --<name>`'s
@@ -54,7 +56,9 @@ class Axis:
             return {"type": "integer", "minimum": 1}
         if self.choices:
             return {"type": "string", "enum": list(self.choices)}
-        return {"type": "string", "pattern": self.pattern}
+        words = {"x-expected": self.expected, "x-examples": list(self.examples)} \
+            if self.expected else {}
+        return {"type": "string", "pattern": self.pattern, **words}
 
 
 class Scenario:
