@@ -137,12 +137,20 @@ def test_config_file_errors(tmp_path):
 
 def test_snakemake_stops_before_any_job(tmp_path):
     bad = tiny_config(models=["tiny-bert", "bert-huge"], batch_sizes=[0])
+    # A training section's bad values too (tests/test_config_training.py checks each key).
+    bad["training"] = {"models": ["cnn"], "datasets": ["digits"], "batch_sizes": [64],
+                       "pipelines": ["W2"], "optimizers": ["sgd"], "optimizations": ["eager"],
+                       "target_accuracy": 70}
     run = snakemake(tmp_path, bad, "--cores", "1", "--dry-run")
     assert run.returncode != 0
     output = run.stdout + run.stderr
     assert "'bert-huge' is not allowed" in output
     assert ("config key 'inference.batch_sizes[0]': 0 is not allowed; it must be a positive "
             "integer") in output
+    assert "config key 'training.pipelines[0]': 'W2' is not allowed (did you mean 'w2'?)" in (
+        output)
+    assert "config key 'training.target_accuracy': 70 is not allowed" in output
+    assert "Traceback" not in output
     assert not (tmp_path / "results").exists()
 
 

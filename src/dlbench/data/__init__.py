@@ -56,6 +56,15 @@ def write(out: Path, name: str, classes: list[str], train: Split, test: Split,
     return out / MANIFEST
 
 
+def train_images(dataset: str, data: dict) -> int:
+    """How many training images a data set has, known before it is built (from the
+    config's `data:` section, or fixed by the source)."""
+    from dlbench.data import cifar10, digits
+
+    return {"synthetic": data["synthetic_train"], "digits": digits.TRAIN_IMAGES,
+            "cifar10": cifar10.TRAIN_IMAGES}[dataset]
+
+
 def read_manifest(path: str | Path) -> dict:
     """A manifest, with a clear error for a folder that is not (or not yet) a data set."""
     path = Path(path)

@@ -22,7 +22,7 @@ def build(dataset: str, out: Path, train: int, test: int, seed: int,
     if dataset == "digits":
         from dlbench.data import digits
 
-        train_split, test_split = digits.load(test_fraction=0.2, seed=seed)
+        train_split, test_split = digits.load(digits.TEST_FRACTION, seed)
         return write(out, dataset, digits.CLASSES, train_split, test_split,
                      {"origin": "sklearn.datasets.load_digits, upscaled 4× to 32×32 RGB",
                       "seed": seed})

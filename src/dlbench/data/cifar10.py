@@ -12,6 +12,7 @@ TRAIN = [f"data_batch_{i}" for i in range(1, 6)]
 TEST = ["test_batch"]
 META = "batches.meta"
 FILES = [*TRAIN, *TEST, META]
+TRAIN_IMAGES = 50_000
 
 
 def _batch(path: Path) -> Split:
@@ -27,7 +28,7 @@ def check(folder: str | Path) -> Path:
         raise ValueError("data.cifar10_dir is not set: give the folder of CIFAR-10's python "
                          f"batches ({', '.join(FILES)}), e.g. --config 'data={{cifar10_dir: "
                          "/path/to/cifar-10-batches-py}'")
-    folder = Path(folder)
+    folder = Path(folder).expanduser()
     if not folder.is_dir():
         raise ValueError(f"data.cifar10_dir: {str(folder)!r} is not a folder; give the folder "
                          f"of CIFAR-10's python batches ({', '.join(FILES)})")

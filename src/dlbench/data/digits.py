@@ -6,6 +6,9 @@ import numpy as np
 from dlbench.data import Split
 
 CLASSES = [str(d) for d in range(10)]
+IMAGES = 1797  # in scikit-learn's bundled set
+TEST_FRACTION = 0.2
+TRAIN_IMAGES = IMAGES - round(IMAGES * TEST_FRACTION)  # 1,438: known before building
 
 
 def load(test_fraction: float, seed: int) -> tuple[Split, Split]:

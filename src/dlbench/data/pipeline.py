@@ -29,6 +29,10 @@ from dataclasses import dataclass
 from dlbench.frameworks import registry
 
 PATTERN = r"^(memory|w(\d+)(-p(\d+))?(-cache)?(-pin)?)$"
+EXPECTED = ("'memory' or w<workers>[-p<prefetch>][-cache][-pin], e.g. w0, w2, w2-p4-cache "
+            "(see config/README.md, Pipelines)")
+# More loader processes than any machine here has cores: a typo (w20 for w2), not a setting.
+MAX_WORKERS = 256
 PAD = 4
 
 
@@ -75,11 +79,23 @@ def variants(device: str = "cpu") -> list[str]:
     return names
 
 
+def problem(name: str) -> str | None:
+    """What is wrong with a name of the right form (a prefetch depth of 0, a number of
+    loaders no machine has), or None."""
+    pipeline = parse(name)
+    if pipeline.workers > MAX_WORKERS:
+        return (f"{pipeline.workers} loaders (more than {MAX_WORKERS}): give at most the "
+                "machine's cores, e.g. w2")
+    if pipeline.prefetch == 0:
+        return ("-p0 prepares nothing ahead: give a prefetch depth of 1 or more, or leave "
+                "-p<prefetch> out (2)")
+    return None
+
+
 def parse(name: str) -> Pipeline:
     match = re.match(PATTERN, name)
     if match is None:
-        raise ValueError(f"pipeline {name!r}: expected 'memory' or w<workers>[-p<prefetch>]"
-                         "[-cache][-pin], e.g. w0, w2, w2-p4-cache")
+        raise ValueError(f"pipeline {name!r}: expected {EXPECTED}")
     if match.group(1) == "memory":
         return Pipeline(name, in_memory=True)
     return Pipeline(name, workers=int(match.group(2)),

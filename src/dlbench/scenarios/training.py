@@ -42,7 +42,8 @@ class Training(OptimizerSettings, Scenario):
         Axis("dataset", "datasets", "", "data sets (see config/README.md)", str,
              choices=DATASETS),
         Axis("pipeline", "pipelines", "", "input pipelines: memory, or w<workers>[-p<prefetch>]"
-             "[-cache][-pin]", str, pattern=pipelines.PATTERN),
+             "[-cache][-pin]", str, pattern=pipelines.PATTERN, expected=pipelines.EXPECTED,
+             examples=tuple(pipelines.variants("gpu"))),
         OPTIMIZER_AXIS,
     )
     summary_sections = {"throughput": "", "training": "training_", "pipeline": "pipeline_",
@@ -100,15 +101,33 @@ class Training(OptimizerSettings, Scenario):
         return {**settings, "repeats": max(settings["repeats"], settings["seeds"])}
 
     def validate(self, config: dict) -> list[str]:
-        if "cifar10" not in config[self.name]["datasets"]:
-            return []
-        from dlbench.data import cifar10
+        """Problems the schema cannot see: a pipeline's numbers, too few steps to time, a
+        missing CIFAR-10 folder."""
+        from dlbench.data import train_images
 
-        try:
-            cifar10.check(config["data"]["cifar10_dir"])
-        except ValueError as exc:
-            return [str(exc)]
-        return []
+        section, data = config[self.name], config["data"]
+        problems = [f"config key '{self.name}.pipelines[{i}]': {name!r}: {problem}"
+                    for i, name in enumerate(section["pipelines"])
+                    if (problem := pipelines.problem(name))]
+        for dataset in section["datasets"]:
+            images = train_images(dataset, data)
+            for batch in section["batch_sizes"]:
+                if images // batch * section["epochs"] < 2:
+                    problems.append(
+                        f"config key '{self.name}.batch_sizes': batch {batch} on '{dataset}' "
+                        f"({images} training images) for {section['epochs']} epoch(s) makes "
+                        f"{images // batch * section['epochs']} steps, fewer than the 2 a cell "
+                        "needs (a first step, and one to time): give a smaller batch, more "
+                        "epochs" + (" or more images (data.synthetic_train)"
+                                    if dataset == "synthetic" else ""))
+        if "cifar10" in section["datasets"]:
+            from dlbench.data import cifar10
+
+            try:
+                cifar10.check(data["cifar10_dir"])
+            except ValueError as exc:
+                problems.append(str(exc))
+        return problems
 
     # -- the data set ----------------------------------------------------------------------
 
