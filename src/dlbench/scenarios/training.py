@@ -147,7 +147,7 @@ class Training(OptimizerSettings, Scenario):
     # -- measuring -----------------------------------------------------------------------------
 
     def measure(self, backend, cell: "Cell", settings: dict, clock, inputs: dict) -> dict:
-        from dlbench.data import MANIFEST, decode, read_manifest
+        from dlbench.data import MANIFEST, check, decode, read_manifest
         from dlbench.frameworks import load_ops
         from dlbench.measure import pagecache
         from dlbench.measure import training as loop
@@ -160,6 +160,7 @@ class Training(OptimizerSettings, Scenario):
         if not inputs.get("data"):
             raise ValueError("a training cell needs its data set (--data)")
         manifest = read_manifest(Path(inputs["data"]) / MANIFEST)
+        check(manifest)  # every file there, of its size: a damaged set fails here, named
         batch, pipeline = cell.size("batch"), pipelines.parse(cell.size("pipeline"))
         steps_per_epoch = manifest["counts"]["train"] // batch
         if steps_per_epoch * settings["epochs"] < 2:

@@ -16,7 +16,7 @@ import tensorflow as tf
 from dlbench import faults
 from dlbench.catalogue.optimizers import Optimizer
 from dlbench.catalogue.recipes import Optimization
-from dlbench.data import decode
+from dlbench.data import damaged_file_error, decode
 from dlbench.data.pipeline import PAD, Pipeline
 from dlbench.models.vision import CNN
 
@@ -200,8 +200,13 @@ class TensorFlowTraining:
         dataset = dataset.with_options(file_pipeline_options())
 
         def epoch(_: int) -> Iterator:
-            for x, y in dataset:
-                yield self._layout(x), y
+            try:
+                for x, y in dataset:
+                    yield self._layout(x), y
+            except (tf.errors.InvalidArgumentError, tf.errors.NotFoundError,
+                    tf.errors.DataLossError) as error:
+                # decode_png's error does not name the file: find the one that fails.
+                raise damaged_file_error(manifest, error) from None
 
         return epoch
 
