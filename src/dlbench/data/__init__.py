@@ -86,23 +86,14 @@ def write(out: Path, name: str, classes: list[str], train: Split, test: Split,
     return out / MANIFEST
 
 
-def train_images(dataset: str, data: dict) -> int:
-    """How many training images a data set has, known before it is built (from the
-    config's `data:` section, or fixed by the source)."""
-    from dlbench.data import cifar10, digits
-
-    return {"synthetic": data["synthetic_train"], "digits": digits.TRAIN_IMAGES,
-            "cifar10": cifar10.TRAIN_IMAGES}[dataset]
-
-
 MANIFEST_KEYS = ("dataset", "classes", "image_shape", "counts", "mean", "std", "train", "test")
 SPLITS = ("train", "test")
 
 
 def repair_hint(root: str | Path, name: str = "<name>") -> str:
-    return (f"the data set in {root} is damaged: run the workflow again (its dataset rule "
-            f"rebuilds a damaged set), or python -m dlbench.data --dataset {name} "
-            f"--out {root} --repair")
+    return (f"the data set {root} is damaged: the workflow builds it again before the next "
+            "cell that reads it (delete this cell's result to measure it again), or "
+            f"python -m dlbench.data --dataset {name} --out {root} --repair")
 
 
 def read_manifest(path: str | Path) -> dict:

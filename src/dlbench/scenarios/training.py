@@ -32,6 +32,15 @@ if TYPE_CHECKING:
 DATASETS = ("synthetic", "digits", "cifar10")
 
 
+def train_images(dataset: str, data: dict) -> int:
+    """How many training images a data set has, known before it is built (from the
+    config's `data:` section, or fixed by the source)."""
+    from dlbench.data import cifar10, digits
+
+    return {"synthetic": data["synthetic_train"], "digits": digits.TRAIN_IMAGES,
+            "cifar10": cifar10.TRAIN_IMAGES}[dataset]
+
+
 class Training(OptimizerSettings, Scenario):
     name = "training"
     ops_interface = TrainingOps
@@ -103,8 +112,6 @@ class Training(OptimizerSettings, Scenario):
     def validate(self, config: dict) -> list[str]:
         """Problems the schema cannot see: a pipeline's numbers, too few steps to time, a
         missing CIFAR-10 folder."""
-        from dlbench.data import train_images
-
         section, data = config[self.name], config["data"]
         problems = [f"config key '{self.name}.pipelines[{i}]': {name!r}: {problem}"
                     for i, name in enumerate(section["pipelines"])
