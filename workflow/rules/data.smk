@@ -7,7 +7,8 @@
 # reads and that no longer matches its manifest (a file missing or of another size, the
 # manifest edited or unreadable: dlbench.data.folder_damage, which reads no image) is moved
 # aside, to results/data/.<name>.damaged (kept for a look), so that the dataset rule builds
-# it again and the training cells that read it are measured again.
+# it again before the next cell that reads it. Results already there stay: a cell whose
+# damaged set made it an `error` is measured again once its result is deleted.
 from dlbench.data import folder_damage
 
 
