@@ -208,6 +208,33 @@ DATASETS = sorted({cell.size("dataset") for cell in CELLS.values()
                    if cell.unsupported_reason() is None and "data" in cell.spec.inputs(cell)})
 
 
+# Snakemake does not look inside an existing output folder: a data set that the matrix
+# reads and that no longer matches its manifest (a file missing or of another size, the
+# manifest edited or unreadable: dlbench.data.folder_damage, which reads no image) is moved
+# aside, to results/data/.<name>.damaged (kept for a look), so that the dataset rule builds
+# it again before the next cell that reads it. Results already there stay: a cell whose
+# damaged set made it an `error` is measured again once its result is deleted.
+def move_damaged_datasets_aside():
+    import shutil
+
+    from dlbench.data import folder_damage
+
+    for name in DATASETS:
+        folder = Path(paths.dataset(name))
+        problems = folder_damage(folder)
+        if problems:
+            aside = folder.with_name(f".{name}.damaged")
+            shutil.rmtree(aside, ignore_errors=True)
+            folder.rename(aside)
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            print(f"dlbench: {folder} is damaged, building it again (the damaged one is "
+                  f"kept in {aside}): {problems[0]}{more}", file=sys.stderr)
+
+
+if workflow.is_main_process:  # not again in each cluster job
+    move_damaged_datasets_aside()
+
+
 def dataset_args(wildcards):
     """The data set's own options: sizes and seed, or the folder CIFAR-10 is read from
     (checked to exist when the config was validated, and quoted)."""
