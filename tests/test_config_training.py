@@ -23,6 +23,7 @@ VALID = {
                    "optimizers": ["sgd"], "optimizations": ["eager"]},
 }
 
+MISSING = "(left out)"  # a key the section lacks
 POSITIVE_INTEGER = "it must be a positive integer"
 POSITIVE_NUMBER = "it must be a positive number"
 BOOLEAN = "it must be true or false"
@@ -86,6 +87,7 @@ CASES = [
     ("training", "profile", None, BOOLEAN),
     ("training", "epoch", 3, "(did you mean 'training.epochs'?); allowed keys: "),
     ("training", "", "cnn", "must be a mapping of keys to values"),
+    ("training", "datasets", MISSING, "allowed values: synthetic, digits, cifar10"),
     # -- train_step
     ("train_step", "models", ["tiny-bret"], "(did you mean 'tiny-bert'?); allowed values: "),
     ("train_step", "models", "tiny-bert", "must be a list, for example ['tiny-bert']"),
@@ -119,6 +121,9 @@ def bad_config(section: str, key: str, value) -> dict:
     cfg = copy.deepcopy(VALID)
     if not key:
         cfg[section] = value
+        return cfg
+    if value is MISSING:
+        del cfg[section][key]
         return cfg
     where = cfg.setdefault(section, {})
     *parents, last = key.split(".")

@@ -270,8 +270,11 @@ def _describe(error: jsonschema.ValidationError, aliases: dict[str, str]) -> str
         case "required":
             missing = error.message.split("'")[1]
             prefix = f"{key}." if key else ""
-            meaning = schema["properties"][missing].get("description", "")
-            return f"missing config key '{prefix}{missing}': {meaning}"
+            wanted = schema["properties"][missing]
+            allowed = wanted.get("items", {}).get("enum")
+            hint = f"; allowed values: {', '.join(map(str, allowed))}" if allowed else ""
+            return (f"missing config key '{prefix}{missing}': "
+                    f"{wanted.get('description', '')}{hint}")
         case "minItems":
             allowed = schema["items"].get("enum")
             hint = f"; allowed values: {', '.join(map(str, allowed))}" if allowed else ""
