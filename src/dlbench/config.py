@@ -59,8 +59,8 @@ def validate(config: dict, source: str = "config") -> dict:
     validator = jsonschema.Draft202012Validator(_schema())
     errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.path)))
     named = {_key(e, aliases) for e in errors}
-    lines = _one_per_value([_describe(e, aliases) for e in _one_per_key(errors)]
-                           + [line for key, line in _non_finite(config) if key not in named])
+    lines = [_describe(e, aliases) for e in _one_per_key(errors)]
+    lines += [line for key, line in _non_finite(config) if key not in named]
     if lines:
         raise ConfigError(f"invalid {source}:\n" + "\n".join(f"  - {line}" for line in lines))
     config = _with_defaults(_schema(), config)
@@ -209,7 +209,7 @@ def _is_scalar(error: jsonschema.ValidationError) -> bool:
 
 
 def _one_per_key(errors: list) -> list:
-    """The errors, with one of a scalar's (its message names every requirement)."""
+    """The errors, one per scalar value (its message names every requirement)."""
     seen, kept = set(), []
     for error in errors:
         if _is_scalar(error):
@@ -218,10 +218,6 @@ def _one_per_key(errors: list) -> list:
             seen.add(tuple(error.absolute_path))
         kept.append(error)
     return kept
-
-
-def _one_per_value(lines: list[str]) -> list[str]:
-    return list(dict.fromkeys(lines))
 
 
 def _non_finite(config: object, key: str = "") -> list[tuple[str, str]]:
