@@ -4,13 +4,14 @@
 
 The manifest lists every file with its label (every framework reads exactly these, in their
 own input pipelines), the classes, the training set's per-channel mean and standard
-deviation (the normalisation both apply), and each file's size and CRC-32 (`integrity`), so
-that a damaged set — a file missing, truncated or changed, the manifest edited — is found
-and named: by its sizes before a cell trains (`check`: no file is read, so the page cache is
-left as the cell finds it), by its checksums with `python -m dlbench.data --check`, and by
-every loader when an image does not decode (`read_png`). Sources (SOURCES): `synthetic` (generated),
-`digits` (scikit-learn's bundled handwritten digits, upscaled), `cifar10` (the standard
-python batches from a folder the user gives).
+deviation (the normalisation both apply), and each file's size and CRC-32 (`integrity`).
+Sources (SOURCES): `synthetic` (generated), `digits` (scikit-learn's bundled handwritten
+digits, upscaled), `cifar10` (the standard python batches from a folder the user gives).
+
+A damaged set — a file missing, truncated or changed, the manifest edited — is found and
+named file by file: by its sizes before a cell trains (`check`: no file is read, so the
+page cache stays as the cell finds it), by its checksums with `python -m dlbench.data
+--check`, and by every loader when an image does not decode (`read_png`).
 """
 
 import io
@@ -24,6 +25,9 @@ import numpy as np
 
 from dlbench.paths import MANIFEST
 from dlbench.result import write_json_atomic
+
+SPLITS = ("train", "test")
+MANIFEST_KEYS = ("dataset", "classes", "image_shape", "counts", "mean", "std", *SPLITS)
 
 
 @dataclass(frozen=True)
@@ -86,11 +90,8 @@ def write(out: Path, name: str, classes: list[str], train: Split, test: Split,
     return out / MANIFEST
 
 
-MANIFEST_KEYS = ("dataset", "classes", "image_shape", "counts", "mean", "std", "train", "test")
-SPLITS = ("train", "test")
-
-
 def repair_hint(root: str | Path, name: str = "<name>") -> str:
+    """What to do about a damaged set, for the end of a message."""
     return (f"the data set {root} is damaged: the workflow builds it again before the next "
             "cell that reads it (delete this cell's result to measure it again), or "
             f"python -m dlbench.data --dataset {name} --out {root} --repair")
