@@ -22,6 +22,7 @@ from dlbench.analysis import plots
 from dlbench.analysis.compare import NOT_COMPARED, readable
 from dlbench.compare import comparison as compared_sets
 from dlbench.report.display import say, show
+from dlbench.report.format import md_code
 
 comparison = compared_sets(baseline, new, floor)
 cells = comparison.cells
@@ -50,7 +51,7 @@ cells = comparison.cells
 # measured noise.
 
 # %%
-say(f"Baseline: `{comparison.baseline}`; new: `{comparison.new}`. "
+say(f"Baseline: {md_code(comparison.baseline)}; new: {md_code(comparison.new)}. "
     f"{comparison.headline()}; "
     f"{len(comparison.only_baseline)} only in the baseline, "
     f"{len(comparison.only_new)} only in the new set.")

@@ -24,7 +24,7 @@ from dlbench.analysis.startup import grouped
 from dlbench.analysis.status import not_applicable_combinations, status_counts, untimed
 from dlbench.analysis.summary import load, several_devices, timed
 from dlbench.report.display import say, show
-from dlbench.report.format import framework_name
+from dlbench.report.format import framework_name, md_code, md_text
 from dlbench.report.page import CONTENTS_ID, anchor
 
 df = load(summary)
@@ -94,12 +94,14 @@ if attention.empty:
     say(f"All {len(df)} cells ran, none is flagged and none computed a wrong answer.")
 else:
     say("Cells that need a look: " + "; ".join(
-        f"**{row.cells} {row.kind}** ([see {row.section}](#{anchor(row.section)}))"
+        f"**{row.cells} {md_text(row.kind)}** ([see {md_text(row.section)}]"
+        f"(#{anchor(row.section)}))"
         for row in attention.itertuples()) + ".")
 
 # %%
-frameworks = ", ".join(framework_name(f) for f in sorted(df["framework"].dropna().unique()))
-say(f"Summary: `{summary}` — {len(df)} cells, {len(ok)} with timings; "
+frameworks = ", ".join(md_text(framework_name(f))
+                       for f in sorted(df["framework"].dropna().unique()))
+say(f"Summary: {md_code(summary)} — {len(df)} cells, {len(ok)} with timings; "
     f"frameworks: {frameworks or 'none'}.")
 # measurement.process: per_group cells share a process with the others of their group.
 if grouped(ok).any():
@@ -119,14 +121,15 @@ elif not env.disagree:
         say(f"Cells ran on {env.hosts} hosts with the same hardware, driver, libraries on "
             "the measured path and precision settings: they are comparable.")
     if env.notes:
-        say(f"Differing without affecting comparability: {', '.join(env.notes)} (the host, "
+        say(f"Differing without affecting comparability: {md_text(', '.join(env.notes))} "
+            "(the host, "
             "the operating system, Python, dlbench's commit or packages that no cell's "
             "measured path uses; one environment per framework differs there by design).")
     show(env.table, left=["", "value"])
 else:
     say(
         "**⚠ Warning: not all cells are comparable** — they differ in what matters for a "
-        f"comparison: {', '.join(env.disagree)} (the hardware, its driver, the libraries "
+        f"comparison: {md_text(', '.join(env.disagree))} (the hardware, its driver, the libraries "
         "on a cell's measured path or the precision settings); compare cells across them "
         "with care."
     )
@@ -153,6 +156,7 @@ elif not failed.empty:
 if not by_design.empty:
     say(f"Not applicable by design, and not counted as failures: {int(by_design['cells'].sum())}"
         " cells of a framework with another framework's optimization ("
-        + ", ".join(f"{r.framework} {r.optimization}: {r.cells}" for r in by_design.itertuples())
+        + ", ".join(f"{md_text(r.framework)} {md_text(r.optimization)}: {r.cells}"
+                    for r in by_design.itertuples())
         + "). Name the optimizations per framework in the config to leave them out of the "
         "matrix.")
