@@ -21,14 +21,21 @@ from IPython.display import HTML, display
 from dlbench.analysis import efficiency, headline
 from dlbench.analysis.environment import environment
 from dlbench.analysis.startup import grouped
-from dlbench.analysis.status import not_applicable_combinations, status_counts, untimed
+from dlbench.analysis.status import (
+    from_elsewhere,
+    not_applicable_combinations,
+    status_counts,
+    untimed,
+)
 from dlbench.analysis.summary import load, several_devices, timed
 from dlbench.report.display import say, show
 from dlbench.report.format import framework_name, md_code, md_text
 from dlbench.report.page import CONTENTS_ID, anchor
 
-df = load(summary)
+df = load(summary)  # without the cells from elsewhere, unless report.mix_foreign
 ok = timed(df)
+elsewhere = from_elsewhere(pd.read_parquet(summary))
+left_out = int(elsewhere["compared"].eq("no").sum())
 
 # %% [markdown]
 # # dlbench report: which framework, with which optimization, is fastest here
@@ -102,7 +109,10 @@ else:
 frameworks = ", ".join(md_text(framework_name(f))
                        for f in sorted(df["framework"].dropna().unique()))
 say(f"Summary: {md_code(summary)} — {len(df)} cells, {len(ok)} with timings; "
-    f"frameworks: {frameworks or 'none'}.")
+    f"frameworks: {frameworks or 'none'}."
+    + (f" **⚠ {len(elsewhere)} more from another machine or dlbench version, "
+       + ("left out" if left_out else "compared") + "** (see [Status overview]"
+       f"(#{anchor('Status overview')}))." if len(elsewhere) else ""))
 # measurement.process: per_group cells share a process with the others of their group.
 if grouped(ok).any():
     say(f"{int(grouped(ok).sum())} of the {len(ok)} timed cells were measured in groups "
@@ -139,6 +149,19 @@ else:
 # ## Status overview
 
 # %%
+if left_out:
+    say(f"**⚠ {left_out} cells come from elsewhere**: measured on another machine or by "
+        "another dlbench version than most of this run's cells (a result copied into "
+        "`results/runs/`?). They are **left out** of everything below — the answer, the "
+        "ratios, the tables and the plots — and listed here; set `report.mix_foreign: "
+        "true` to compare them with the rest.")
+elif not elsewhere.empty:
+    say(f"**⚠ {len(elsewhere)} cells come from elsewhere and are compared with the rest** "
+        "(`report.mix_foreign: true`): measured on another machine or by another dlbench "
+        "version than most of this run's cells, so a difference may be the machines'.")
+if not elsewhere.empty:
+    show(elsewhere, "Cells from elsewhere", left=["cell_id", "status", "from", "compared"])
+
 if df.empty:
     say("The summary contains no cells.")
 else:

@@ -1,0 +1,118 @@
+"""A result from elsewhere — another machine, or another dlbench version, copied into
+results/runs/ — is named in the summary and left out of the comparisons, unless
+report.mix_foreign; a run whose records all come from one machine flags nothing."""
+
+import json
+
+import pandas as pd
+import pytest
+
+import dlbench
+from dlbench import aggregate, origin, settings
+from dlbench.analysis import headline, ratio
+from dlbench.analysis.status import from_elsewhere
+from dlbench.analysis.summary import derive, timed
+from dlbench.record import finish, new_record
+from dlbench.scenarios.cell import Cell
+from tests.test_analysis import cell
+
+OTHER_MACHINE = {"hardware_fingerprint": "0ther0ther000", "cpu_model": "Other CPU 9000",
+                 "logical_cpus": 64, "hostname": "elsewhere"}
+
+
+@pytest.fixture
+def runs(tmp_path):
+    """Four real records of this machine and this dlbench (cells that do not run here, so
+    that each is written in a moment), as results/runs/ holds them."""
+    folder = tmp_path / "runs"
+    for framework in ("pytorch", "tensorflow"):
+        for batch in (1, 2):
+            one = Cell("inference", framework, "tiny-bert", "cpu", "eager",
+                       (("batch", batch), ("seqlen", 8)))
+            record = new_record(one, settings.defaults())
+            record["reason"] = "not measured here"
+            finish(record, folder / f"{one.id}.json")
+    return folder
+
+
+def copy_in(path, **environment):
+    """The record at path as another machine or dlbench version would have written it."""
+    record = json.loads(path.read_text())
+    record["environment"].update(environment)
+    path.write_text(json.dumps(record))
+
+
+def test_records_of_one_machine_flag_nothing(runs, tmp_path, capsys):
+    aggregate.aggregate(sorted(runs.glob("*.json")), tmp_path / "s.parquet", tmp_path / "s.csv")
+    summary = pd.read_parquet(tmp_path / "s.parquet")
+    assert summary[origin.FOREIGN].isna().all() and not summary[origin.LEFT_OUT].any()
+    assert from_elsewhere(summary).empty
+    assert len(derive(summary)) == 4
+    assert "elsewhere" not in capsys.readouterr().out
+
+
+def test_a_copied_record_is_named_and_left_out(runs, tmp_path, capsys):
+    files = sorted(runs.glob("*.json"))
+    copy_in(files[0], **OTHER_MACHINE)
+    copy_in(files[1], dlbench="0.0.9")
+    aggregate.aggregate(files, tmp_path / "s.parquet", tmp_path / "s.csv")
+    out = capsys.readouterr().out
+    summary = pd.read_csv(tmp_path / "s.csv")
+    listed = from_elsewhere(summary)
+    assert listed["cell_id"].tolist() == [files[0].stem, files[1].stem]
+    assert listed["compared"].tolist() == ["no", "no"]
+    assert listed["from"][0].startswith("another machine (Other CPU 9000, 64 CPUs; host "
+                                        "elsewhere; the run's: ")
+    assert listed["from"][1] == f"dlbench 0.0.9 (the run's: {dlbench.__version__})"
+    assert "2 cells from elsewhere, left out of the comparisons" in out
+    assert files[0].stem in out and "Other CPU 9000" in out
+    assert sorted(derive(summary)["cell_id"]) == [f.stem for f in files[2:]]
+
+    aggregate.aggregate(files, tmp_path / "s.parquet", tmp_path / "s.csv", mix_foreign=True)
+    summary = pd.read_parquet(tmp_path / "s.parquet")
+    assert from_elsewhere(summary)["compared"].tolist() == ["yes", "yes"]
+    assert len(derive(summary)) == 4
+    assert "2 cells from elsewhere, compared with the others" in capsys.readouterr().out
+
+
+def test_a_cluster_of_identical_nodes_is_one_machine():
+    rows = [{"cell_id": f"c{i}", "env_hardware_fingerprint": "same", "env_dlbench": "0.1.0",
+             "env_hostname": f"node{i}", "started_at": f"2026-01-01T00:00:0{i}"}
+            for i in range(3)]
+    assert origin.mark(pd.DataFrame(rows))[origin.FOREIGN].isna().all()
+
+
+def test_the_run_is_its_majority_and_on_a_tie_its_first_cells():
+    def machines(*names):
+        return pd.DataFrame([{"cell_id": f"c{i}", "env_hardware_fingerprint": name,
+                              "started_at": f"2026-01-01T00:00:0{i}"}
+                             for i, name in enumerate(names)])
+
+    flagged = origin.mark(machines("a", "b", "b"))[origin.FOREIGN].notna().tolist()
+    assert flagged == [True, False, False]
+    flagged = origin.mark(machines("a", "b"))[origin.FOREIGN].notna().tolist()
+    assert flagged == [False, True]
+    # A cell that recorded no machine (an older result) is not called foreign.
+    assert origin.mark(machines(None, "a"))[origin.FOREIGN].isna().all()
+
+
+def test_a_foreign_cell_takes_no_part_in_the_answer_or_the_ratios():
+    """TensorFlow's cell, from a faster machine, would win; left out, PyTorch is alone."""
+    here = {"env_hardware_fingerprint": "here", "env_dlbench": "0.1.0"}
+    rows = [cell("pytorch", "eager", 10.0, median_ci95_ms_low=9.9, median_ci95_ms_high=10.1,
+                 **here, started_at="2026-01-01T00:00:00"),
+            cell("pytorch", "eager", 20.0, batch=2, median_ci95_ms_low=19.8,
+                 median_ci95_ms_high=20.2, **here, started_at="2026-01-01T00:00:01"),
+            cell("tensorflow", "eager", 5.0, median_ci95_ms_low=4.9, median_ci95_ms_high=5.1,
+                 **here | {"env_hardware_fingerprint": "faster"},
+                 started_at="2026-01-01T00:00:02")]
+    apart = derive(origin.mark(pd.DataFrame(rows)))
+    assert set(apart["framework"]) == {"pytorch"}
+    assert headline.winners(apart, False)["inference"]["fastest"].tolist() == [
+        "PyTorch eager", "PyTorch eager"]
+    assert ratio.against_fastest(timed(apart)).empty
+
+    mixed = derive(origin.mark(pd.DataFrame(rows), mix=True))
+    assert headline.winners(mixed, False)["inference"]["fastest"].tolist()[0] == (
+        "TensorFlow eager")
+    assert set(ratio.against_fastest(timed(mixed))["framework"]) == {"pytorch", "tensorflow"}
