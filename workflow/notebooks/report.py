@@ -29,7 +29,7 @@ from dlbench.analysis.status import (
 )
 from dlbench.analysis.summary import load, several_devices, timed
 from dlbench.report.display import say, show
-from dlbench.report.format import framework_name, md_code, md_text
+from dlbench.report.format import count, framework_name, md_code, md_text
 from dlbench.report.page import CONTENTS_ID, anchor
 
 df = load(summary)  # without the cells from elsewhere, unless report.mix_foreign
@@ -150,13 +150,13 @@ else:
 
 # %%
 if left_out:
-    say(f"**⚠ {left_out} cells come from elsewhere**: measured on another machine or by "
-        "another dlbench version than most of this run's cells (a result copied into "
-        "`results/runs/`?). They are **left out** of everything below — the answer, the "
+    say(f"**⚠ {count(left_out, 'cell')} from elsewhere**: measured on another machine or "
+        "by another dlbench version than most of this run's cells (a result copied into "
+        "`results/runs/`?). **Left out** of everything below — the answer, the "
         "ratios, the tables and the plots — and listed here; set `report.mix_foreign: "
         "true` to compare them with the rest.")
 elif not elsewhere.empty:
-    say(f"**⚠ {len(elsewhere)} cells come from elsewhere and are compared with the rest** "
+    say(f"**⚠ {count(len(elsewhere), 'cell')} from elsewhere, compared with the rest** "
         "(`report.mix_foreign: true`): measured on another machine or by another dlbench "
         "version than most of this run's cells, so a difference may be the machines'.")
 if not elsewhere.empty:
