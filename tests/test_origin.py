@@ -8,8 +8,9 @@ import pandas as pd
 import pytest
 
 import dlbench
-from dlbench import aggregate, origin, settings
+from dlbench import aggregate, origin, resultset, settings
 from dlbench.analysis import headline, ratio
+from dlbench.analysis.compare import compare
 from dlbench.analysis.status import from_elsewhere
 from dlbench.analysis.summary import derive, timed
 from dlbench.record import finish, new_record
@@ -116,3 +117,26 @@ def test_a_foreign_cell_takes_no_part_in_the_answer_or_the_ratios():
     assert headline.winners(mixed, False)["inference"]["fastest"].tolist()[0] == (
         "TensorFlow eager")
     assert set(ratio.against_fastest(timed(mixed))["framework"]) == {"pytorch", "tensorflow"}
+
+
+def test_dlbench_compare_names_a_sets_cells_from_elsewhere(runs, tmp_path):
+    """A result set (what `dlbench compare` reads) leaves them out too, and says which; a
+    summary read back from its records keeps the workflow's choice (report.mix_foreign)."""
+    files = sorted(runs.glob("*.json"))
+    copy_in(files[0], **OTHER_MACHINE)
+    loaded = resultset.load(runs)
+    assert loaded.elsewhere["cell_id"].tolist() == [files[0].stem]
+    assert files[0].stem not in set(loaded.summary["cell_id"])
+    compared = compare(loaded, resultset.load(runs))
+    assert compared.elsewhere[["set", "cell_id"]].values.tolist() == [
+        ["baseline", files[0].stem], ["new", files[0].stem]]
+
+    results = tmp_path / "results"  # as the workflow lays it out: summary.source resolves
+    results.mkdir()
+    runs.rename(results / "runs")
+    files = sorted((results / "runs").glob("*.json"))
+    aggregate.aggregate(files, results / "summary.parquet", results / "summary.csv",
+                        mix_foreign=True)
+    mixed = resultset.load(results / "summary.parquet")
+    assert mixed.elsewhere["compared"].tolist() == ["yes"]
+    assert files[0].stem in set(mixed.summary["cell_id"])
