@@ -62,9 +62,10 @@ def test_a_copied_record_is_named_and_left_out(runs, tmp_path, capsys):
     listed = from_elsewhere(summary)
     assert listed["cell_id"].tolist() == [files[0].stem, files[1].stem]
     assert listed["compared"].tolist() == ["no", "no"]
-    assert listed["from"][0].startswith("another machine (Other CPU 9000, 64 CPUs; host "
-                                        "elsewhere; the run's: ")
-    assert listed["from"][1] == f"dlbench 0.0.9 (the run's: {dlbench.__version__})"
+    assert listed["from"][0].startswith("another machine (Other CPU 9000, 64 CPUs; the "
+                                        "run's: ")
+    assert listed["from"][1] == (f"another dlbench version (0.0.9; the run's: "
+                                 f"{dlbench.__version__})")
     assert "2 cells from elsewhere, left out of the comparisons" in out
     assert files[0].stem in out and "Other CPU 9000" in out
     assert sorted(derive(summary)["cell_id"]) == [f.stem for f in files[2:]]
@@ -76,16 +77,27 @@ def test_a_copied_record_is_named_and_left_out(runs, tmp_path, capsys):
     assert "2 cells from elsewhere, compared with the others" in capsys.readouterr().out
 
 
-def test_a_cluster_of_identical_nodes_is_one_machine():
-    rows = [{"cell_id": f"c{i}", "env_hardware_fingerprint": "same", "env_dlbench": "0.1.0",
-             "env_hostname": f"node{i}", "started_at": f"2026-01-01T00:00:0{i}"}
-            for i in range(3)]
+def test_one_machine_is_one_whatever_a_job_placement_changes():
+    """A cluster's identical nodes, a cpuset's usable CPUs (the hardware fingerprint
+    differs), a CPU job that sees no GPU: one machine."""
+    rows = [{"cell_id": f"c{i}", "env_cpu_model": "Xeon", "env_logical_cpus": 64,
+             "env_hostname": f"node{i}", "env_hardware_fingerprint": f"f{i}",
+             "env_usable_cpus": 4 * (i + 1), "device": "gpu" if i else "cpu",
+             "env_gpu": "H100" if i else None, "env_dlbench": "0.1.0",
+             "started_at": f"2026-01-01T00:00:0{i}"} for i in range(3)]
     assert origin.mark(pd.DataFrame(rows))[origin.FOREIGN].isna().all()
+
+
+def test_a_gpu_cell_on_another_gpu_is_from_elsewhere():
+    rows = [{"cell_id": f"c{i}", "env_cpu_model": "Xeon", "device": "gpu", "env_gpu": gpu}
+            for i, gpu in enumerate(["H100", "H100", "A100"])]
+    assert origin.mark(pd.DataFrame(rows))[origin.FOREIGN].tolist() == [
+        None, None, "another GPU (A100; the run's: H100)"]
 
 
 def test_the_run_is_its_majority_and_on_a_tie_its_first_cells():
     def machines(*names):
-        return pd.DataFrame([{"cell_id": f"c{i}", "env_hardware_fingerprint": name,
+        return pd.DataFrame([{"cell_id": f"c{i}", "env_cpu_model": name,
                               "started_at": f"2026-01-01T00:00:0{i}"}
                              for i, name in enumerate(names)])
 
@@ -99,13 +111,13 @@ def test_the_run_is_its_majority_and_on_a_tie_its_first_cells():
 
 def test_a_foreign_cell_takes_no_part_in_the_answer_or_the_ratios():
     """TensorFlow's cell, from a faster machine, would win; left out, PyTorch is alone."""
-    here = {"env_hardware_fingerprint": "here", "env_dlbench": "0.1.0"}
+    here = {"env_cpu_model": "here", "env_dlbench": "0.1.0"}
     rows = [cell("pytorch", "eager", 10.0, median_ci95_ms_low=9.9, median_ci95_ms_high=10.1,
                  **here, started_at="2026-01-01T00:00:00"),
             cell("pytorch", "eager", 20.0, batch=2, median_ci95_ms_low=19.8,
                  median_ci95_ms_high=20.2, **here, started_at="2026-01-01T00:00:01"),
             cell("tensorflow", "eager", 5.0, median_ci95_ms_low=4.9, median_ci95_ms_high=5.1,
-                 **here | {"env_hardware_fingerprint": "faster"},
+                 **here | {"env_cpu_model": "faster"},
                  started_at="2026-01-01T00:00:02")]
     apart = derive(origin.mark(pd.DataFrame(rows)))
     assert set(apart["framework"]) == {"pytorch"}

@@ -4,10 +4,12 @@ by another dlbench version, than the run's (a JSON copied into results/runs/).
 The run's machine and version are those of most of its cells, not those of the machine
 that aggregates: the summary is often made or re-made elsewhere (a cluster's login node, a
 laptop with the results copied over), where every cell would look foreign. A machine is its
-hardware fingerprint (CPU model, CPUs, clock settings, GPUs: the environment's
-`hardware_fingerprint`), so that a cluster's identical nodes are one machine; a cell that
-recorded no identity (older results) is not called foreign. On a tie the identity of the
-cells that started first wins: a copied file rarely predates the run it was copied into.
+CPU model and count, and for a GPU cell its GPU, compared with the run's GPU cells: not the
+environment's hardware fingerprint, which also holds what a job's placement changes on one
+machine (the CPUs a cpuset leaves usable, GPUs hidden from a CPU job), and not the host's
+name, so that a cluster's identical nodes are one machine. A cell that recorded no identity
+(an older result) is not called foreign. On a tie the cells that started first win: a
+copied file rarely predates the run it was copied into.
 """
 
 import pandas as pd
@@ -16,8 +18,6 @@ import pandas as pd
 # version), and whether it is left out of the comparisons (analysis.summary.derive drops it).
 FOREIGN = "foreign"
 LEFT_OUT = "foreign_left_out"
-MACHINE = "env_hardware_fingerprint"
-VERSION = "env_dlbench"
 
 
 def majority(values: pd.Series, started: pd.Series) -> object:
@@ -31,34 +31,37 @@ def majority(values: pd.Series, started: pd.Series) -> object:
     return known[first.idxmin()] if not first.empty else tied[0]
 
 
-def _machine(row: pd.Series) -> str:
-    """A machine in words: its CPU and CPUs, GPU, and host."""
-    parts = [str(row.get("env_cpu_model") or "unknown CPU")]
-    if pd.notna(row.get("env_logical_cpus")):
-        parts[0] += f", {int(row['env_logical_cpus'])} CPUs"
-    if pd.notna(row.get("env_gpu")):
-        parts.append(str(row["env_gpu"]))
-    if pd.notna(row.get("env_hostname")):
-        parts.append(f"host {row['env_hostname']}")
-    return "; ".join(parts)
+def _column(frame: pd.DataFrame, name: str) -> pd.Series:
+    return frame[name].astype(object) if name in frame else pd.Series(
+        None, index=frame.index, dtype=object)
+
+
+def _cpus(frame: pd.DataFrame) -> pd.Series:
+    """Each cell's CPU in words ('Intel Xeon …, 16 CPUs'); None where unrecorded."""
+    model, count = _column(frame, "env_cpu_model"), _column(frame, "env_logical_cpus")
+    return pd.Series([None if pd.isna(m) else m + ("" if pd.isna(n) else f", {int(n)} CPUs")
+                      for m, n in zip(model, count, strict=True)], index=frame.index,
+                     dtype=object)
 
 
 def mark(frame: pd.DataFrame, mix: bool = False) -> pd.DataFrame:
     """The summary with FOREIGN (why a cell is from elsewhere, or None) and LEFT_OUT (from
     elsewhere and not `mix`: kept out of the comparisons, still listed)."""
     frame = frame.copy()
-    empty = pd.Series(None, index=frame.index, dtype=object)
-    started = pd.to_datetime(frame.get("started_at", empty), errors="coerce", utc=True)
-    machines, versions = frame.get(MACHINE, empty), frame.get(VERSION, empty)
-    machine, version = majority(machines, started), majority(versions, started)
-    home = frame[machines.eq(machine)].iloc[0] if machine is not None else None
+    started = pd.to_datetime(_column(frame, "started_at"), errors="coerce", utc=True)
+    on_gpu = _column(frame, "device").eq("gpu")
+    identities = {  # what differs: (each cell's value, the run's)
+        "another machine": (cpus := _cpus(frame), majority(cpus, started)),
+        "another GPU": (gpus := _column(frame, "env_gpu").where(on_gpu),
+                        majority(gpus, started)),
+        "another dlbench version": (versions := _column(frame, "env_dlbench"),
+                                    majority(versions, started)),
+    }
     reasons = []
-    for index, row in frame.iterrows():
-        why = []
-        if pd.notna(machines[index]) and machines[index] != machine:
-            why.append(f"another machine ({_machine(row)}; the run's: {_machine(home)})")
-        if pd.notna(versions[index]) and versions[index] != version:
-            why.append(f"dlbench {versions[index]} (the run's: {version})")
+    for index in frame.index:
+        why = [f"{what} ({values[index]}; the run's: {run})"
+               for what, (values, run) in identities.items()
+               if pd.notna(values[index]) and values[index] != run]
         reasons.append(", ".join(why) or None)
     frame[FOREIGN] = pd.Series(reasons, index=frame.index, dtype=object)
     frame[LEFT_OUT] = frame[FOREIGN].notna() & (not mix)
