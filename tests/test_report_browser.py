@@ -121,7 +121,8 @@ def test_wide_tables_fit_the_page(tmp_path, chromium):
 # window.__pwned if it runs; a tooltip's </style> would end the tables' stylesheet.
 SCRIPT = "<script>window.__pwned = 'script'</script>"
 IMAGE = '"><img src=x onerror="window.__pwned = \'image\'">'
-HOSTILE_MODEL = "bert<img src=x onerror=window.__pwned=1>"
+# '$\\frac$' is mathtext that matplotlib cannot parse: the figures must show it as text.
+HOSTILE_MODEL = "bert$\\frac$<img src=x onerror=window.__pwned=1>"
 
 
 def hostile_summary() -> pd.DataFrame:
