@@ -15,6 +15,7 @@ from dlbench.analysis.status import from_elsewhere
 from dlbench.analysis.summary import derive, timed
 from dlbench.record import finish, new_record
 from dlbench.scenarios.cell import Cell
+from tests.conftest import snakemake, tiny_config
 from tests.test_analysis import cell
 
 OTHER_MACHINE = {"hardware_fingerprint": "0ther0ther000", "cpu_model": "Other CPU 9000",
@@ -152,3 +153,14 @@ def test_dlbench_compare_names_a_sets_cells_from_elsewhere(runs, tmp_path):
     mixed = resultset.load(results / "summary.parquet")
     assert mixed.elsewhere["compared"].tolist() == ["yes"]
     assert files[0].stem in set(mixed.summary["cell_id"])
+
+
+@pytest.mark.slow  # Snakemake plans the tiny matrix twice: about 20 s
+def test_the_config_key_reaches_aggregation(tmp_path):
+    for mix in (False, True):
+        planned = snakemake(tmp_path, tiny_config(report={"mix_foreign": mix}), "-n", "-p",
+                            "--cores", "1", "results/summary.parquet")
+        assert planned.returncode == 0, planned.stderr[-2000:]
+        command = next(line for line in planned.stdout.splitlines()
+                       if "-m dlbench aggregate" in line)
+        assert ("--mix-foreign" in command) == mix
