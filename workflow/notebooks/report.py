@@ -110,9 +110,10 @@ frameworks = ", ".join(md_text(framework_name(f))
                        for f in sorted(df["framework"].dropna().unique()))
 say(f"Summary: {md_code(summary)} — {len(df)} cells, {len(ok)} with timings; "
     f"frameworks: {frameworks or 'none'}."
-    + (f" **⚠ {len(elsewhere)} more from another machine or dlbench version, "
-       + ("left out" if left_out else "compared") + "** (see [Status overview]"
-       f"(#{anchor('Status overview')}))." if len(elsewhere) else ""))
+    + ((f" **⚠ {left_out} more from another machine or dlbench version, left out**"
+        if left_out else f" **⚠ {len(elsewhere)} of them from another machine or dlbench "
+        "version**") + f" (see [Status overview](#{anchor('Status overview')}))."
+       if len(elsewhere) else ""))
 # measurement.process: per_group cells share a process with the others of their group.
 if grouped(ok).any():
     say(f"{int(grouped(ok).sum())} of the {len(ok)} timed cells were measured in groups "
@@ -132,16 +133,16 @@ elif not env.disagree:
             "the measured path and precision settings: they are comparable.")
     if env.notes:
         say(f"Differing without affecting comparability: {md_text(', '.join(env.notes))} "
-            "(the host, "
-            "the operating system, Python, dlbench's commit or packages that no cell's "
-            "measured path uses; one environment per framework differs there by design).")
+            "(the host, the operating system, Python, dlbench's commit or packages that no "
+            "cell's measured path uses; one environment per framework differs there by "
+            "design).")
     show(env.table, left=["", "value"])
 else:
     say(
         "**⚠ Warning: not all cells are comparable** — they differ in what matters for a "
-        f"comparison: {md_text(', '.join(env.disagree))} (the hardware, its driver, the libraries "
-        "on a cell's measured path or the precision settings); compare cells across them "
-        "with care."
+        f"comparison: {md_text(', '.join(env.disagree))} (the hardware, its driver, the "
+        "libraries on a cell's measured path or the precision settings); compare cells "
+        "across them with care."
     )
     show(env.table, left=env.table.columns)
 
