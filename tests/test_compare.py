@@ -298,8 +298,12 @@ def test_the_command_prints_regressions_first_and_writes_csv(tmp_path, capsys):
 @pytest.mark.slow
 def test_the_html_page_opens_in_a_browser_without_errors(tmp_path, chromium):
     a = result_set(tmp_path / "a", drop=(OK[2],))
-    b = result_set(tmp_path / "b", BEYOND,
-                   edit=lambda record: record["environment"].update(cpu_model="Other CPU"))
+    def edit(record):  # the new set ran on other hardware, one of its cells elsewhere still
+        record["environment"].update(cpu_model="Other CPU")
+        if record["cell_id"] == OK[0]:
+            record["environment"].update(dlbench="0.0.9")
+
+    b = result_set(tmp_path / "b", BEYOND, edit=edit)
     html = tmp_path / "compare.html"
     done = subprocess.run([sys.executable, "-m", "dlbench", "compare", str(a), str(b),
                            "--html", str(html)], capture_output=True, text=True,
@@ -318,6 +322,9 @@ def test_the_html_page_opens_in_a_browser_without_errors(tmp_path, chromium):
     assert "only in the new set" in text and OK[2] in text
     assert "What the intervals cover: the sides were measured one after the other" in text
     assert "within one process ±25% drift floor" in text  # per cell
+    assert ("⚠ 1 cell from elsewhere: measured on another machine or by another dlbench "
+            "version than most of its set's cells; 1 of them left out of the comparison"
+            in text) and "another dlbench version (0.0.9; the run's: 0.1.0)" in text
 
 
 @pytest.mark.slow

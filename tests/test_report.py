@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from bs4 import BeautifulSoup
 
-from dlbench import provenance
+from dlbench import origin, provenance
 from dlbench.report import render, section_files
 from dlbench.report.format import fmt_ms, na
 from tests import report_html
@@ -316,3 +316,35 @@ def test_sections_follow_the_scenario_names():
                      (sections / "generic.py", "../report"), (sections / "generic.py", "generic"),
                      (sections / "generic.py", "_tail"), (sections / "_efficiency.py", None),
                      (sections / "_tail.py", None)]
+
+
+@pytest.mark.slow  # a report of its own each: about 10 s
+@pytest.mark.parametrize("mix", [False, True])
+def test_a_cell_from_elsewhere_is_named_and_left_out(tmp_path, mix):
+    """TensorFlow graph at batch 1, length 8, copied in from a faster machine: the summary
+    line and the status overview name it; the answer goes to PyTorch's torchscript, the next
+    fastest, unless report.mix_foreign compares it."""
+    summary = fixture_summary().assign(env_cpu_model="This CPU",
+                                       started_at="2026-01-01T00:00:00")
+    copied = summary["cell_id"].eq("tensorflow_bert_cpu_b1_s8_graph")
+    summary.loc[copied, "env_cpu_model"] = "Fast CPU"
+    path, html = tmp_path / "summary.parquet", tmp_path / "report.html"
+    origin.mark(summary, mix).to_parquet(path, index=False)
+    render(REPO / "workflow" / "notebooks" / "report.py", path, tmp_path / "r.ipynb", html)
+    page = html.read_text()
+    text = " ".join(BeautifulSoup(page, "html.parser").get_text().split())
+    said = ("20 cells, 13 with timings; frameworks: PyTorch, TensorFlow. ⚠ 1 more from "
+            "another machine or dlbench version, left out (see Status overview).",
+            "⚠ 1 cell from elsewhere: measured on another machine")
+    if mix:
+        said = ("21 cells, 14 with timings; frameworks: PyTorch, TensorFlow. ⚠ 1 of them "
+                "from another machine or dlbench version (see Status overview).",
+                "⚠ 1 cell from elsewhere, compared with the rest (report.mix_foreign: true)")
+    assert all(line in text for line in said), said
+    header, *rows = next(rows for _, rows in report_html.tables(page)
+                         if rows and rows[0] == ["cell_id", "status", "from", "compared"])
+    assert [r[0] for r in rows] == ["tensorflow_bert_cpu_b1_s8_graph"]
+    assert rows[0][2] == "another machine (Fast CPU; the run's: This CPU)"
+    assert rows[0][3] == ("yes" if mix else "no")
+    _, *answers = table_under(page, "The answer")
+    assert answers[0][3] == ("TensorFlow graph" if mix else "PyTorch torchscript")

@@ -1,13 +1,16 @@
 """The fixture's report in headless Chromium: no console errors, every image decoded, the
-contents' links land on their sections, every table fits a 1300-px window, it prints to
-PDF; screenshots are saved (to the test's folder, and to $DLBENCH_SCREENSHOTS if set) for a
-person to look at."""
+contents' links land on their sections, every table fits a 1300-px window, markup planted
+in the records is shown as text and never runs, it prints to PDF; screenshots are saved
+(to the test's folder, and to $DLBENCH_SCREENSHOTS if set) for a person to look at."""
 
 import base64
+import json
 import os
 import shutil
 
+import pandas as pd
 import pytest
+from bs4 import BeautifulSoup
 
 from dlbench import provenance
 from dlbench.report import render
@@ -112,3 +115,73 @@ def test_wide_tables_fit_the_page(tmp_path, chromium):
     assert ".000000" not in html.read_text()
     if os.environ.get("DLBENCH_SCREENSHOTS"):
         shutil.copy(tmp_path / "flagged-cells.png", os.environ["DLBENCH_SCREENSHOTS"])
+
+
+# Text a record can carry that a browser would run if it were markup: each sets
+# window.__pwned if it runs; a tooltip's </style> would end the tables' stylesheet.
+SCRIPT = "<script>window.__pwned = 'script'</script>"
+IMAGE = '"><img src=x onerror="window.__pwned = \'image\'">'
+# '$\\frac$' is mathtext that matplotlib cannot parse: the figures must show it as text.
+HOSTILE_MODEL = "bert$\\frac$<img src=x onerror=window.__pwned=1>"
+
+
+def hostile_summary() -> pd.DataFrame:
+    """The fixture's cells with markup in an exception's message, a reason, a flag's
+    reason (a tooltip), a model's name and the config (Reproduce's code block)."""
+    summary = fixture_summary()
+    failed = summary["status"].eq("error") & summary["scenario"].eq("inference")
+    # A second failed compile cell: the sheet of all-failed cells says its reason in a line.
+    again = summary[failed].assign(batch=2, cell_id=lambda f: f["cell_id"].str.replace(
+        "_b1_", "_b2_"))
+    summary = pd.concat([summary, again], ignore_index=True)
+    failed = summary["status"].eq("error") & summary["scenario"].eq("inference")
+    summary.loc[failed, "reason"] = f"RuntimeError: {SCRIPT}{IMAGE}"
+    timed = summary["status"].eq("ok") & summary["scenario"].eq("inference")
+    summary.loc[timed, "attention_implementation"] = "sdpa"  # said in a line of Markdown
+    summary.loc[timed & summary["framework"].eq("tensorflow"),
+                "attention_implementation"] = f"eager {SCRIPT} {IMAGE}"
+    summary.loc[summary["status"].eq("oom"), "reason"] = f"out of memory {IMAGE}"
+    flagged = summary["flags_reasons"].notna()
+    summary.loc[flagged, "flags_reasons"] = f'unstable</style>{SCRIPT}"; {IMAGE}'
+    seqlen32 = summary["seqlen"].eq(32)
+    summary.loc[seqlen32, "model"] = HOSTILE_MODEL
+    summary.loc[seqlen32, "cell_id"] = summary.loc[seqlen32, "cell_id"].str.replace(
+        "bert", HOSTILE_MODEL)
+    summary.loc[summary["scenario"].eq("echo") & summary["status"].eq("error"),
+                "reason"] = f"EchoError: {SCRIPT}"
+    return summary
+
+
+def test_hostile_text_in_the_records_is_shown_as_text(tmp_path, chromium):
+    """Markup in what the cells recorded, and in the summary's path, is text on the page:
+    nothing it would add exists, nothing of it ran, and each planted string reads as it is."""
+    # The summary's path, shown in a code span: a '`' in it must not end the span early.
+    folder = tmp_path / ("`" + IMAGE.replace("/", ""))
+    folder.mkdir()
+    path, html = folder / "summary.parquet", tmp_path / "report.html"
+    hostile_summary().to_parquet(path, index=False)
+    config = json.loads(json.dumps(CONFIG))
+    config["inference"]["models"].append(HOSTILE_MODEL)  # in Reproduce's config.yaml
+    provenance.write(folder / provenance.NAME, config, [])
+    render(REPO / "workflow" / "notebooks" / "report.py", path, tmp_path / "report.ipynb", html)
+    with headless_chrome(chromium) as driver:
+        driver.get(html.as_uri())
+        ran = driver.execute_script("return window.__pwned === undefined ? null : window.__pwned")
+        planted = driver.execute_script(
+            "return [...document.querySelectorAll('img[onerror], script')]"
+            ".filter(e => e.tagName == 'IMG' || e.text.includes('__pwned'))"
+            ".map(e => e.outerHTML)")
+        text = driver.execute_script("return document.body.innerText")
+        styles = driver.execute_script("return document.styleSheets.length")
+    assert ran is None
+    assert planted == []
+    for shown in (f"All 2 cells N/A — error: RuntimeError: {SCRIPT}{IMAGE}",
+                  f"TensorFlow ran transformers' eager {SCRIPT} {IMAGE} implementation",
+                  f"EchoError: {SCRIPT}", HOSTILE_MODEL, f"Summary: {path}",
+                  f"models: [bert, {HOSTILE_MODEL}]"):
+        assert shown in text, shown
+    # A tooltip's '</style>' ended no stylesheet early: the browser has every <style>, and
+    # none holds a '<' (the tooltips' are CSS escapes).
+    page = BeautifulSoup(html.read_text(), "html.parser")
+    assert styles == len(page.find_all("style"))
+    assert [s for s in page.find_all("style") if "<" in s.get_text()] == []

@@ -130,7 +130,8 @@ def test_the_seed_answer_compares_eager_pytorch_with_graph_tensorflow(summary):
     # Every recipe with the shared shape; compile-step is not separable, seqlen 32 not shared.
     assert ("per optimization: PyTorch `fused` 1.00 ms, `eager` 4.00 ms; TensorFlow "
             "`graph` 10.0 ms, `eager` 60.0 ms.") in text
-    assert "PyTorch — for-loop over the parameters; TensorFlow — tf_keras.Adam" in text
+    # Markdown: the recorded implementation's '_' is text, not emphasis.
+    assert "PyTorch — for-loop over the parameters; TensorFlow — tf\\_keras.Adam" in text
     assert "ResourceApplyAdam) is the legacy optimizer's" in text
 
 

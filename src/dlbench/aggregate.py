@@ -3,13 +3,14 @@
 Columns: the cell's parameters (scenario, framework, model, device, its scenario's sizes,
 optimization), status and reason, then the result sections flattened — the sections every
 scenario writes, and those its scenario adds (`Scenario.summary_sections`) — and the
-environment. A scenario's size columns are empty in the rows of other scenarios.
+environment. A scenario's size columns are empty in the rows of other scenarios. A cell
+from another machine or dlbench version than the run's is marked (dlbench.origin).
 """
 
 from collections.abc import Iterable
 from pathlib import Path
 
-from dlbench import result, scenarios
+from dlbench import origin, result, scenarios
 
 # Result sections of every scenario: section → prefix of its columns ("": their own names,
 # which the report reads).
@@ -54,7 +55,7 @@ def to_row(record: dict, source: Path) -> dict:
     row["inter_op_threads"] = threads.get("inter_op")
     environment = record["environment"]
     for key in ("fingerprint", "hardware_fingerprint", "hostname", "cpu_model", "logical_cpus",
-                "usable_cpus", "ram_gib", "python", "os", "packages_hash"):
+                "usable_cpus", "ram_gib", "python", "os", "packages_hash", "dlbench"):
         row[f"env_{key}"] = environment.get(key)
     frequency = environment.get("cpu_frequency") or {}
     row["env_cpu_governor"] = frequency.get("governor")
@@ -72,13 +73,14 @@ def to_row(record: dict, source: Path) -> dict:
     return row
 
 
-def summarize(paths: Iterable[Path]):
+def summarize(paths: Iterable[Path], mix_foreign: bool = False):
     """The summary DataFrame; ResultError names the first file that cannot be used."""
-    return table([to_row(result.read(path), Path(path)) for path in paths])
+    return table([to_row(result.read(path), Path(path)) for path in paths], mix_foreign)
 
 
-def table(rows: list[dict]):
-    """The summary DataFrame of rows (`to_row`), sorted; ResultError for a cell twice."""
+def table(rows: list[dict], mix_foreign: bool = False):
+    """The summary DataFrame of rows (`to_row`), sorted, its cells from elsewhere marked
+    (left out of the comparisons unless `mix_foreign`); ResultError for a cell twice."""
     import pandas as pd
 
     frame = pd.DataFrame(rows)
@@ -87,14 +89,18 @@ def table(rows: list[dict]):
         raise result.ResultError(f"cell {duplicated.iloc[0]!r} appears in more than one file")
     sizes = [axis.name for s in scenarios.scenarios().values() for axis in s.axes]
     keys = _ORDER + [name for name in dict.fromkeys(sizes) if name in frame]
-    return frame.sort_values(keys).reset_index(drop=True)
+    return origin.mark(frame.sort_values(keys).reset_index(drop=True), mix_foreign)
 
 
-def aggregate(paths: Iterable[Path], parquet: Path, csv: Path) -> None:
-    frame = summarize(paths)
+def aggregate(paths: Iterable[Path], parquet: Path, csv: Path,
+              mix_foreign: bool = False) -> None:
+    frame = summarize(paths, mix_foreign)
     with result.replacing(parquet) as tmp:
         frame.to_parquet(tmp, index=False)
     with result.replacing(csv) as tmp:
         frame.to_csv(tmp, index=False)
     counts = frame["status"].value_counts().to_dict()
     print(f"{len(frame)} cells: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    foreign = origin.describe(frame)
+    if foreign:
+        print(f"⚠ {foreign}")

@@ -67,6 +67,9 @@ def _parser(scenario_name: str = DEFAULT_SCENARIO) -> argparse.ArgumentParser:
                      help="also write what re-running the matrix takes here (JSON)")
     agg.add_argument("--config", default="{}", help="the workflow's config, as JSON")
     agg.add_argument("--configfiles", nargs="*", default=[], help="the config files given")
+    agg.add_argument("--mix-foreign", action="store_true",
+                     help="compare cells measured on another machine or by another dlbench "
+                     "version than most cells (default: mark them and leave them out)")
 
     rep = commands.add_parser("report", help="render the HTML report of a summary")
     rep.add_argument("--notebook", required=True, type=Path, help="jupytext percent script")
@@ -253,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
         from dlbench.aggregate import aggregate
 
         try:
-            aggregate(args.results, args.parquet, args.csv)
+            aggregate(args.results, args.parquet, args.csv, args.mix_foreign)
         except result.ResultError as exc:
             print(f"dlbench aggregate: {exc}", file=sys.stderr)
             return 1

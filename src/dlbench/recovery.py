@@ -36,14 +36,16 @@ def records(cells: Iterable[Cell], settings: dict, runs: Path, failed: Path) -> 
     return found
 
 
-def summarize_failed_run(cells: Iterable[Cell], settings: dict, notebook: Path) -> None:
-    """Summary and report if a cell failed; nothing after a plain interruption (Ctrl-C)."""
+def summarize_failed_run(cells: Iterable[Cell], settings: dict, notebook: Path,
+                         mix_foreign: bool = False) -> None:
+    """Summary and report if a cell failed; nothing after a plain interruption (Ctrl-C).
+    mix_foreign: compare cells from elsewhere, as the aggregate rule does (report.mix_foreign)."""
     cells = list(cells)
     if not any(Path(cell.failed_path).exists() for cell in cells):
         return
     files = records(cells, settings, Path(paths.RUNS), Path(paths.FAILED))
     summary, csv, html = (Path(p) for p in OUTPUTS)
-    aggregate.aggregate(files, summary, csv)
+    aggregate.aggregate(files, summary, csv, mix_foreign)
     # The peaks measured so far (the report matches them to the cells' device, precision
     # and threads).
     report.render(notebook, summary, Path(paths.REPORT_NOTEBOOK), html, paths.peaks_measured())

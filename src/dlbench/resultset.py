@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from dlbench import aggregate, paths, result
+from dlbench import aggregate, origin, paths, result
+from dlbench.analysis.status import from_elsewhere
 from dlbench.analysis.summary import derive
 
 SUMMARY_SUFFIXES = (".parquet", ".csv")
@@ -24,12 +25,14 @@ class ResultSet:
     """summary: one row per cell (as `dlbench.analysis.summary.derive` returns it).
     samples: per cell id, the per-iteration samples (ms) of its timed loop; processes: per
     cell id measured in several processes (repeats), the median of each. Both are empty
-    for a summary file."""
+    for a summary file. elsewhere: its cells from another machine or dlbench version
+    (analysis.status.from_elsewhere); those it does not compare are not in `summary`."""
 
     name: str
     summary: pd.DataFrame
     samples: dict[str, list[float]] = field(default_factory=dict)
     processes: dict[str, list[float]] = field(default_factory=dict)
+    elsewhere: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def load(path: str | Path) -> ResultSet:
@@ -48,8 +51,11 @@ def load(path: str | Path) -> ResultSet:
         raise ResultSetError(f"{path}: a summary without cells")
     sources = [_source(path, s) for s in summary.get("source", [])]
     if sources and all(file.is_file() for file in sources):
-        return _records(path, sources)
-    return ResultSet(str(path), derive(summary))
+        # As the workflow aggregated them: its cells from elsewhere compared or not.
+        mixed = origin.FOREIGN in summary and summary[origin.FOREIGN].notna().any() \
+            and not summary[origin.LEFT_OUT].astype(bool).any()
+        return _records(path, sources, mixed)
+    return ResultSet(str(path), derive(summary), elsewhere=from_elsewhere(summary))
 
 
 def _source(summary: Path, source) -> Path:
@@ -67,7 +73,7 @@ def _folder(path: Path) -> ResultSet:
     return _records(path, files)
 
 
-def _records(path: Path, files: list[Path]) -> ResultSet:
+def _records(path: Path, files: list[Path], mix_foreign: bool = False) -> ResultSet:
     """The result set of these result files: their summary rows and samples."""
     rows, samples, processes = [], {}, {}
     for file in files:
@@ -79,4 +85,5 @@ def _records(path: Path, files: list[Path]) -> ResultSet:
         repeats = timing.get("repeats") or []
         if len(repeats) > 1:
             processes[record["cell_id"]] = [r["median_ms"] for r in repeats]
-    return ResultSet(str(path), derive(aggregate.table(rows)), samples, processes)
+    summary = aggregate.table(rows, mix_foreign)
+    return ResultSet(str(path), derive(summary), samples, processes, from_elsewhere(summary))

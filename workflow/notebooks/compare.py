@@ -22,6 +22,7 @@ from dlbench.analysis import plots
 from dlbench.analysis.compare import NOT_COMPARED, readable
 from dlbench.compare import comparison as compared_sets
 from dlbench.report.display import say, show
+from dlbench.report.format import count, md_code
 
 comparison = compared_sets(baseline, new, floor)
 cells = comparison.cells
@@ -50,11 +51,19 @@ cells = comparison.cells
 # measured noise.
 
 # %%
-say(f"Baseline: `{comparison.baseline}`; new: `{comparison.new}`. "
+say(f"Baseline: {md_code(comparison.baseline)}; new: {md_code(comparison.new)}. "
     f"{comparison.headline()}; "
     f"{len(comparison.only_baseline)} only in the baseline, "
     f"{len(comparison.only_new)} only in the new set.")
 say(f"**What the intervals cover:** {comparison.rule()}.")
+if not comparison.elsewhere.empty:
+    left_out = int(comparison.elsewhere["compared"].eq("no").sum())
+    say(f"**⚠ {count(len(comparison.elsewhere), 'cell')} from elsewhere**: measured on "
+        "another machine or by another dlbench version than most of its set's cells"
+        + (f"; {left_out} of them left out of the comparison" if left_out else "")
+        + " (`report.mix_foreign`).")
+    show(comparison.elsewhere[["set", "cell_id", "status", "from", "compared"]],
+         left=["set", "cell_id", "status", "from", "compared"])
 if not comparison.environment.empty:
     say("**⚠ Warning: the two sets ran in environments that differ in what matters for a "
         "comparison** (the hardware, its driver, the libraries on a cell's measured path or "

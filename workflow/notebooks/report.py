@@ -21,14 +21,21 @@ from IPython.display import HTML, display
 from dlbench.analysis import efficiency, headline
 from dlbench.analysis.environment import environment
 from dlbench.analysis.startup import grouped
-from dlbench.analysis.status import not_applicable_combinations, status_counts, untimed
+from dlbench.analysis.status import (
+    from_elsewhere,
+    not_applicable_combinations,
+    status_counts,
+    untimed,
+)
 from dlbench.analysis.summary import load, several_devices, timed
 from dlbench.report.display import say, show
-from dlbench.report.format import framework_name
+from dlbench.report.format import count, framework_name, md_code, md_text
 from dlbench.report.page import CONTENTS_ID, anchor
 
-df = load(summary)
+df = load(summary)  # without the cells from elsewhere, unless report.mix_foreign
 ok = timed(df)
+elsewhere = from_elsewhere(pd.read_parquet(summary))
+left_out = int(elsewhere["compared"].eq("no").sum())
 
 # %% [markdown]
 # # dlbench report: which framework, with which optimization, is fastest here
@@ -94,13 +101,19 @@ if attention.empty:
     say(f"All {len(df)} cells ran, none is flagged and none computed a wrong answer.")
 else:
     say("Cells that need a look: " + "; ".join(
-        f"**{row.cells} {row.kind}** ([see {row.section}](#{anchor(row.section)}))"
+        f"**{row.cells} {md_text(row.kind)}** ([see {md_text(row.section)}]"
+        f"(#{anchor(row.section)}))"
         for row in attention.itertuples()) + ".")
 
 # %%
-frameworks = ", ".join(framework_name(f) for f in sorted(df["framework"].dropna().unique()))
-say(f"Summary: `{summary}` — {len(df)} cells, {len(ok)} with timings; "
-    f"frameworks: {frameworks or 'none'}.")
+frameworks = ", ".join(md_text(framework_name(f))
+                       for f in sorted(df["framework"].dropna().unique()))
+say(f"Summary: {md_code(summary)} — {len(df)} cells, {len(ok)} with timings; "
+    f"frameworks: {frameworks or 'none'}."
+    + ((f" **⚠ {left_out} more from another machine or dlbench version, left out**"
+        if left_out else f" **⚠ {len(elsewhere)} of them from another machine or dlbench "
+        "version**") + f" (see [Status overview](#{anchor('Status overview')}))."
+       if len(elsewhere) else ""))
 # measurement.process: per_group cells share a process with the others of their group.
 if grouped(ok).any():
     say(f"{int(grouped(ok).sum())} of the {len(ok)} timed cells were measured in groups "
@@ -119,16 +132,17 @@ elif not env.disagree:
         say(f"Cells ran on {env.hosts} hosts with the same hardware, driver, libraries on "
             "the measured path and precision settings: they are comparable.")
     if env.notes:
-        say(f"Differing without affecting comparability: {', '.join(env.notes)} (the host, "
-            "the operating system, Python, dlbench's commit or packages that no cell's "
-            "measured path uses; one environment per framework differs there by design).")
+        say(f"Differing without affecting comparability: {md_text(', '.join(env.notes))} "
+            "(the host, the operating system, Python, dlbench's commit or packages that no "
+            "cell's measured path uses; one environment per framework differs there by "
+            "design).")
     show(env.table, left=["", "value"])
 else:
     say(
         "**⚠ Warning: not all cells are comparable** — they differ in what matters for a "
-        f"comparison: {', '.join(env.disagree)} (the hardware, its driver, the libraries "
-        "on a cell's measured path or the precision settings); compare cells across them "
-        "with care."
+        f"comparison: {md_text(', '.join(env.disagree))} (the hardware, its driver, the "
+        "libraries on a cell's measured path or the precision settings); compare cells "
+        "across them with care."
     )
     show(env.table, left=env.table.columns)
 
@@ -136,6 +150,19 @@ else:
 # ## Status overview
 
 # %%
+if left_out:
+    say(f"**⚠ {count(left_out, 'cell')} from elsewhere**: measured on another machine or "
+        "by another dlbench version than most of this run's cells (a result copied into "
+        "`results/runs/`?). **Left out** of everything below — the answer, the "
+        "ratios, the tables and the plots — and listed here; set `report.mix_foreign: "
+        "true` to compare them with the rest.")
+elif not elsewhere.empty:
+    say(f"**⚠ {count(len(elsewhere), 'cell')} from elsewhere, compared with the rest** "
+        "(`report.mix_foreign: true`): measured on another machine or by another dlbench "
+        "version than most of this run's cells, so a difference may be the machines'.")
+if not elsewhere.empty:
+    show(elsewhere, "Cells from elsewhere", left=["cell_id", "status", "from", "compared"])
+
 if df.empty:
     say("The summary contains no cells.")
 else:
@@ -153,6 +180,7 @@ elif not failed.empty:
 if not by_design.empty:
     say(f"Not applicable by design, and not counted as failures: {int(by_design['cells'].sum())}"
         " cells of a framework with another framework's optimization ("
-        + ", ".join(f"{r.framework} {r.optimization}: {r.cells}" for r in by_design.itertuples())
+        + ", ".join(f"{md_text(r.framework)} {md_text(r.optimization)}: {r.cells}"
+                    for r in by_design.itertuples())
         + "). Name the optimizations per framework in the config to leave them out of the "
         "matrix.")

@@ -197,7 +197,8 @@ def report_after_failure():
 
     try:
         recovery.summarize_failed_run(
-            CELLS.values(), MEASUREMENT, Path(workflow.basedir) / "workflow/notebooks/report.py"
+            CELLS.values(), MEASUREMENT, Path(workflow.basedir) / "workflow/notebooks/report.py",
+            mix_foreign=SETTINGS["report"]["mix_foreign"],
         )
     except Exception as error:  # the run has failed already: say why this failed too
         print(f"dlbench: no summary or report for this failed run: {error}", file=sys.stderr)

@@ -28,7 +28,7 @@ not ok in either set are *not compared* and keep their statuses; cells of one se
 are listed apart.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -61,7 +61,9 @@ _TIMING = {"median_ms": "ms", "median_ci95_ms_low": "low", "median_ci95_ms_high"
 class Comparison:
     """cells: one row per cell of both sets, regressions first, each group by the size of
     its change; only_baseline, only_new: cell_id and status of the cells of one set;
-    environment: field, baseline, new — the fingerprint differences that matter."""
+    environment: field, baseline, new — the fingerprint differences that matter;
+    elsewhere: each set's cells from another machine or dlbench version than most of its
+    own (set, cell_id, status, from, compared), left out unless that set mixes them."""
 
     baseline: str
     new: str
@@ -71,6 +73,7 @@ class Comparison:
     environment: pd.DataFrame
     interleaved: bool = False
     floor: float = DRIFT_FLOOR
+    elsewhere: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def count(self, verdict: str) -> int:
         return int(self.cells["verdict"].eq(verdict).sum())
@@ -114,8 +117,11 @@ def compare(baseline: ResultSet, new: ResultSet, interleaved: bool = False,
     size = -np.abs(np.log(cells["ratio"].astype(float)))
     cells = cells.assign(_rank=rank, _size=size.fillna(0)).sort_values(
         ["_rank", "_size", "cell_id"]).drop(columns=["_rank", "_size"]).reset_index(drop=True)
+    sides = [side.elsewhere.assign(set=name) for name, side in
+             (("baseline", baseline), ("new", new)) if not side.elsewhere.empty]
     return Comparison(baseline.name, new.name, cells, _alone(a, b), _alone(b, a),
-                      differences(baseline.summary, new.summary), interleaved, floor)
+                      differences(baseline.summary, new.summary), interleaved, floor,
+                      pd.concat(sides, ignore_index=True) if sides else pd.DataFrame())
 
 
 _COLUMNS = ["cell_id", "baseline_status", "new_status", "baseline_ms", "baseline_low",

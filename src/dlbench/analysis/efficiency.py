@@ -22,7 +22,7 @@ import pandas as pd
 from dlbench import flops
 from dlbench.analysis.summary import axes
 from dlbench.axes import FRAMEWORKS
-from dlbench.report.format import fmt_ms, fmt_percent, framework_name, na
+from dlbench.report.format import fmt_ms, fmt_percent, framework_name, md_text, na
 
 SCENARIOS = ("inference", "training", "train_step")
 PEAK_KEYS = ["device", "precision", "threads"]
@@ -105,21 +105,21 @@ def theory(paths: Iterable[str | Path]) -> list[str]:
     for path in paths:
         record = json.loads(Path(path).read_text())
         about = record.get("theoretical") or {}
-        name = f"{record['device']} {record['precision']} ×{record['threads']} threads"
+        name = md_text(f"{record['device']} {record['precision']} ×{record['threads']} threads")
         busy = record.get("busy_libraries")
         if busy:
-            lines.append(f"**⚠ Measured on a busy machine ({name}): {', '.join(busy)} got "
+            lines.append(f"**⚠ Measured on a busy machine ({name}): {md_text(', '.join(busy))} got "
                          "fewer cores than its threads**: those figures are low, and the "
                          "peak with them; measure it again on a quiet machine (delete "
                          "`results/peak/`).")
         if not about.get("gflops"):
             lines.append(f"Theoretical peak, {name}: unknown "
-                         f"({about.get('reason', 'not recorded')}).")
+                         f"({md_text(about.get('reason', 'not recorded'))}).")
             continue
         lines.append(f"Theoretical peak, {name}: {about['gflops']:,.1f} GFLOP/s "
-                     f"{about['label']} = {about['formula']}. Assumptions: "
-                     + "; ".join(about["assumptions"]) + "."
-                     + (f" **{about['measured_above'].capitalize()}.**"
+                     f"{md_text(about['label'])} = {md_text(about['formula'])}. Assumptions: "
+                     + md_text("; ".join(about["assumptions"])) + "."
+                     + (f" **{md_text(about['measured_above'].capitalize())}.**"
                         if about.get("measured_above") else ""))
     return lines
 

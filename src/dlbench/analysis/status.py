@@ -1,9 +1,10 @@
 """How many cells ended in each status, which cells have no timing, and which of those are
 not applicable by design (an optimization of the other framework): counted once as such,
-never listed among the cells that failed."""
+never listed among the cells that failed; and which cells come from elsewhere."""
 
 import pandas as pd
 
+from dlbench import origin
 from dlbench.axes import OTHER_FRAMEWORK
 from dlbench.report.format import framework_name, framework_rank
 
@@ -43,6 +44,19 @@ def untimed(frame: pd.DataFrame) -> pd.DataFrame:
     failed = frame[frame["status"].ne("ok") & ~not_applicable(frame)]
     failed = failed.sort_values(["status", "cell_id"])
     return failed[["cell_id", "status", "reason"]].fillna("—")
+
+
+def from_elsewhere(summary: pd.DataFrame) -> pd.DataFrame:
+    """cell_id, status, where it comes from and whether it is compared, for every cell of
+    the summary (as aggregated, before `derive` leaves any out) from another machine or
+    dlbench version than the run's (dlbench.origin)."""
+    if origin.FOREIGN not in summary:
+        return pd.DataFrame(columns=["cell_id", "status", "from", "compared"])
+    cells = summary[summary[origin.FOREIGN].notna()].sort_values("cell_id")
+    return pd.DataFrame({"cell_id": cells["cell_id"], "status": cells["status"],
+                         "from": cells[origin.FOREIGN],
+                         "compared": cells[origin.LEFT_OUT].map({True: "no", False: "yes"})
+                         }).reset_index(drop=True)
 
 
 def not_applicable_combinations(frame: pd.DataFrame) -> pd.DataFrame:

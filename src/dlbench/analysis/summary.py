@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dlbench import origin
 from dlbench import scenarios as registry
 from dlbench.catalogue.recipes import recorded_precision
 
@@ -40,8 +41,15 @@ def derive(summary: pd.DataFrame) -> pd.DataFrame:
     profiled      measured under a profiler (not compared with cells that were not)
     eager_ms      the median of the same cell in its framework's eager, for timed cells
     speedup       eager_ms / median_ms: above 1, faster than eager
+
+    Cells from another machine or dlbench version than the run's that aggregation left
+    out of the comparisons (dlbench.origin; `report.mix_foreign`) are not in it: no answer,
+    ratio, table or plot compares them (status.from_elsewhere lists them).
     """
     frame = summary.copy()
+    if origin.LEFT_OUT in frame:
+        frame = frame[~frame[origin.LEFT_OUT].astype("boolean").fillna(False)]
+        frame = frame.reset_index(drop=True)
     for column in _NUMBERS:
         if column not in frame:
             frame[column] = np.nan
@@ -104,7 +112,8 @@ def axes(scenario: str) -> list[str]:
 _OUTCOME = {"cell_id", "scenario", "status", "reason", "started_at", "finished_at", "source",
             "intra_op_threads", "inter_op_threads", "iterations", "warmup_iterations",
             "relative_iqr", "timed", "checked", "wrong_answer", "eager_ms", "speedup",
-            "precision", "protocol", "attempts", "stopped_by", "target_ci", "profiled"}
+            "precision", "protocol", "attempts", "stopped_by", "target_ci", "profiled",
+            origin.FOREIGN, origin.LEFT_OUT}
 _PREFIXES = ("env_", "utilization_", "flags_", "optimization_", "correctness_", "process_",
              "device_time_", "between_processes_", "median_ci95_", "arithmetic_",
              "attention_", "compilation_", "mixed_precision_", "path_", "profile_",

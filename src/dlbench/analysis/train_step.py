@@ -17,6 +17,8 @@ from dlbench.report.format import (
     fmt_s,
     framework_name,
     framework_rank,
+    md_code,
+    md_text,
     na,
 )
 
@@ -239,22 +241,23 @@ def seed_answer(frame: pd.DataFrame) -> list[str]:
     every = "both" if len(chosen) == 2 else f"all {len(chosen)}"
     lines = [
         "**The optimizer's share.** Adam's update took " + _listed([
-            f"{fmt_percent(step[name].optimizer_share)} of {framework_name(name)}'s "
-            f"`{chosen[name]}` step" for name in chosen])
+            f"{fmt_percent(step[name].optimizer_share)} of {md_text(framework_name(name))}'s "
+            f"{md_code(chosen[name])} step" for name in chosen])
         + f" (medians over the {len(shared)} shape{plural} that {every} have); forward, loss "
         "and backward take the rest: however the update is written, it can move the step "
         "time by at most its share.",
         "**Head to head**: " + ", ".join(
-            f"{framework_name(name)}'s `{chosen[name]}` Adam "
+            f"{md_text(framework_name(name))}'s {md_code(chosen[name])} Adam "
             + ("took " if i == 0 else "") + f"{fmt_ms(step[name].optimizer_ms)} ms"
             + (" per step" if i == 0 else "") for i, name in enumerate(chosen))
         + f": {_verdict(step)}",
         f"Adam's update on the same shape{plural}, per optimization: " + "; ".join(
-            f"{framework_name(name)} " + ", ".join(
-                f"`{recipe}` {fmt_ms(ms)} ms" for recipe, ms in
+            f"{md_text(framework_name(name))} " + ", ".join(
+                f"{md_code(recipe)} {fmt_ms(ms)} ms" for recipe, ms in
                 recipes[name]["optimizer_ms"].sort_values().items())
             for name in chosen) + ".",
-        "**What ran**: " + "; ".join(f"{framework_name(name)} — {implementation[name]}"
+        "**What ran**: " + "; ".join(f"{md_text(framework_name(name))} — "
+                                     f"{md_text(implementation[name])}"
                                      for name in chosen)
         + f". The arithmetic is C++ kernels in {every}; the frameworks differ in how the "
         "kernels are dispatched, which is what these times measure.",
@@ -262,6 +265,6 @@ def seed_answer(frame: pd.DataFrame) -> list[str]:
     for name, (recipe, note) in KERNEL_PER_VARIABLE.items():
         if name in chosen and chosen[name] != recipe:
             lines[-1] += (f" {framework_name(name)}'s {note}"
-                          + (f" (`{recipe}` above)." if recipe in recipes[name].index
+                          + (f" ({md_code(recipe)} above)." if recipe in recipes[name].index
                              else "."))
     return lines

@@ -7,6 +7,12 @@ from IPython import get_ipython
 from IPython.core.pylabtools import print_figure
 from IPython.display import Markdown, display
 from matplotlib.figure import Figure
+from pandas.io.formats.style import Styler
+
+from dlbench.report.format import css_text, html_text
+
+# A '$' in a model's or a path's name is text, not mathtext (no plot uses mathtext).
+plt.rcParams["text.parse_math"] = False
 
 # Columns left-aligned by default; every other column is right-aligned.
 TEXT_COLUMNS = {"cell_id", "status", "reason", "model", "framework", "optimization",
@@ -16,19 +22,31 @@ TOOLTIP_STYLE = ("visibility: hidden; position: absolute; z-index: 1; background
 
 
 def say(text: str) -> None:
-    """Render a line of Markdown as output."""
+    """Render a line of Markdown as output. Put a record's string in it only through
+    dlbench.report.format's md_text, md_code or md_code_block: Markdown passes HTML on."""
     display(Markdown(text))
 
 
 def show(frame: pd.DataFrame, caption: str | None = None,
-         tooltips: pd.DataFrame | None = None, left=None) -> None:
+         tooltips: pd.DataFrame | None = None, left=None, html=()) -> None:
+    """Display `styled`'s table."""
+    display(styled(frame, caption, tooltips, left, html))
+
+
+def styled(frame: pd.DataFrame, caption: str | None = None,
+           tooltips: pd.DataFrame | None = None, left=None, html=()) -> Styler:
     """A clean HTML table: no index, text columns left-aligned, N/A cells greyed out.
 
     tooltips: a frame shaped like `frame` whose strings appear on hover (e.g. full reasons).
     left: the columns to left-align (default: the known text columns).
+    html: the columns whose values are HTML made from escaped parts (format.file_link's);
+    every other value, and every header, caption and tooltip, is shown as text (a
+    record's reason or name may hold markup).
     """
     styler = (
         frame.style.hide(axis="index")
+        .format(escape="html")
+        .format_index(escape="html", axis="columns")
         .map(lambda v: "color: #888; font-style: italic" if str(v).startswith("N/A") else "")
         .set_table_styles([
             {"selector": "th", "props": "text-align: center; padding: 4px 8px;"},
@@ -41,6 +59,8 @@ def show(frame: pd.DataFrame, caption: str | None = None,
              and frame[c].dropna().eq(frame[c].dropna().round()).all()]
     if whole:
         styler = styler.format(lambda v: "" if pd.isna(v) else f"{v:.0f}", subset=whole)
+    if html:
+        styler = styler.format(None, subset=list(html))
     left = [c for c in frame.columns if c in TEXT_COLUMNS] if left is None else [
         c for c in left if c in frame.columns]
     right = [c for c in frame.columns if c not in left]
@@ -48,10 +68,12 @@ def show(frame: pd.DataFrame, caption: str | None = None,
         if subset:
             styler = styler.set_properties(subset=subset, **{"text-align": align})
     if tooltips is not None:
-        styler = styler.set_tooltips(tooltips, props=TOOLTIP_STYLE)
+        # pandas writes a tooltip into a CSS string in a <style> element, unescaped.
+        styler = styler.set_tooltips(tooltips.map(lambda v: css_text(v) if isinstance(v, str)
+                                                  else v), props=TOOLTIP_STYLE)
     if caption:
-        styler = styler.set_caption(caption)
-    display(styler)
+        styler = styler.set_caption(html_text(caption))
+    return styler
 
 
 def describe(fig: Figure) -> str:

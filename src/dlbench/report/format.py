@@ -1,6 +1,10 @@
-"""How the report writes values: numbers, seconds, errors, N/A reasons, framework names."""
+"""How the report writes values: numbers, seconds, errors, N/A reasons, framework names;
+and how text from the records (a reason, an exception's message, a model's or a path's
+name) goes into the report's HTML, Markdown and CSS as text, never as markup."""
 
+import html
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -70,11 +74,57 @@ def blank_repeats(frame: pd.DataFrame, column: str) -> pd.DataFrame:
 
 def file_link(path: str, label: str = "flame graph") -> str:
     """An HTML link from report/report.html to a file the run wrote (a relative path is
-    the workflow's, beside report/); text that is not a file's path stays as it is."""
+    the workflow's, beside report/); text that is not a file's path stays text. It is HTML,
+    its parts escaped: give its column to `show` as `html`."""
     if not str(path).endswith((".svg", ".json", ".log")):
-        return str(path)
+        return html_text(path)
     href = path if str(path).startswith("/") else f"../{path}"
-    return f'<a href="{href}">{label}</a>'
+    return f'<a href="{html_text(href)}">{html_text(label)}</a>'
+
+
+# Text from the records is escaped where it meets a markup language, and only there: the
+# analysis keeps plain strings, so that it compares and counts what the cells recorded.
+# Tables: `dlbench.report.display.show` escapes every value, header, caption and tooltip.
+# Markdown lines (`say`): each record's string goes through one of these three.
+
+# What makes Markdown of text inside a line: a tag or an entity ('<', '&'), emphasis, code,
+# a link's brackets, a table's bar, a heading's '#'; the rest of the punctuation is text.
+_MARKDOWN_SYNTAX = re.compile(r"([\\`*_\[\]<>&!~|#])")
+
+
+def md_text(value: object) -> str:
+    """`value` as plain text inside a Markdown line: each character that Markdown reads as
+    syntax (a '<' that opens a tag, '*', '[', '`' …) backslash-escaped; whitespace runs,
+    line breaks too, as one space."""
+    return _MARKDOWN_SYNTAX.sub(r"\\\1", " ".join(str(value).split()))
+
+
+def md_code(value: object) -> str:
+    """`value` as an inline code span: its fence longer than any run of backticks in it
+    (a span's content is shown as it is, '<' and all)."""
+    text = " ".join(str(value).split())
+    fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def md_code_block(value: object, info: str = "") -> str:
+    """`value`, lines and all, as a fenced code block whose fence no line of it closes."""
+    text = str(value).rstrip("\n")
+    fence = "`" * max(3, max(map(len, re.findall("`+", text)), default=0) + 1)
+    return f"{fence}{info}\n{text}\n{fence}"
+
+
+def css_text(value: object) -> str:
+    """`value` as the inside of a CSS string (a tooltip's `content: "…"` in a <style>):
+    quotes, backslashes, line breaks and '<' as CSS escapes, so that it neither ends the
+    string nor the <style> element."""
+    return re.sub(r'[\\"<>&\n\r]', lambda m: f"\\{ord(m.group()):X} ", str(value))
+
+
+def html_text(value: object) -> str:
+    """`value` as HTML text (an attribute's value too)."""
+    return html.escape(str(value), quote=True)
 
 
 def count(n: int, noun: str) -> str:

@@ -16,7 +16,7 @@ from dlbench.measure.flags import (
     UNSTABLE_RELATIVE_IQR,
 )
 from dlbench.report.display import say, show
-from dlbench.report.format import blank_repeats
+from dlbench.report.format import blank_repeats, md_code_block
 
 df = load(summary)
 ok = timed(df)
@@ -87,7 +87,7 @@ if again.command is None:
     say("This summary has no provenance beside it (`results/provenance.json`, written by "
         "`dlbench aggregate --provenance`), so the command and the config are not known.")
 else:
-    say(f"```bash\n{again.command}\n```")
-    say(f"**config.yaml**\n\n```yaml\n{again.config}```")
+    say(md_code_block(again.command, "bash"))
+    say("**config.yaml**\n\n" + md_code_block(again.config, "yaml"))
 show(again.table, "The identities of the code, the software and the environment",
      left=["what", "value"])

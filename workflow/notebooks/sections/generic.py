@@ -9,12 +9,13 @@ scenario = "inference"
 from dlbench.analysis.generic import scenario_table
 from dlbench.analysis.summary import load, of_scenario
 from dlbench.report.display import say, show
+from dlbench.report.format import md_code
 
 cells = of_scenario(load(summary), scenario)
 
 # %%
-say(f"## Scenario `{scenario}`")
-say(f"This report has no section of its own for the `{scenario}` scenario: one row per cell "
+say(f"## Scenario {md_code(scenario)}")
+say(f"This report has no section of its own for the {md_code(scenario)} scenario: one row per cell "
     "with its parameters, its status, the median and percentiles of its timed iterations "
     "(ms) and its throughput.")
 if cells.empty:

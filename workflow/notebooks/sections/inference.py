@@ -25,7 +25,7 @@ from dlbench.analysis.summary import timed as timed_cells
 from dlbench.catalogue.precisions import PRECISIONS
 from dlbench.measure.flags import NOISY_STEAL_FRACTION, UNSTABLE_RELATIVE_IQR
 from dlbench.report.display import say, show
-from dlbench.report.format import blank_repeats, framework_name
+from dlbench.report.format import blank_repeats, framework_name, md_text
 
 everything = load(summary)
 df = of_scenario(everything, "inference")
@@ -73,11 +73,12 @@ sheets = latency.sheets(df)
 if not sheets:
     say("No cells to tabulate.")
 for sheet in sheets:
-    say(f"### {framework_name(sheet.framework)} — {sheet.optimization}"
-        + (f" ({sheet.device})" if several else ""))
+    say(f"### {md_text(framework_name(sheet.framework))} — {md_text(sheet.optimization)}"
+        + (f" ({md_text(sheet.device)})" if several else ""))
     if sheet.not_run:
         count, status, reason = sheet.not_run
-        say(f"All {count} cells N/A — {status}: {reason or 'no reason given'}")
+        say(f"All {count} cells N/A — {md_text(status)}: "
+            + md_text(reason or "no reason given"))
     else:
         show(sheet.table, tooltips=sheet.tooltips)
 if df["wrong_answer"].any():
@@ -245,8 +246,8 @@ else:
     implementations = ratio.attention(ratios)
     if implementations:
         alike = len({tuple(v) for v in implementations.values()}) == 1
-        say("Attention: " + "; ".join(f"{framework_name(f)} ran transformers' "
-                                       f"{', '.join(v)} implementation"
+        say("Attention: " + "; ".join(f"{md_text(framework_name(f))} ran transformers' "
+                                       f"{md_text(', '.join(v))} implementation"
                                        for f, v in implementations.items())
             + (" — the same algorithm, in each framework's own kernels." if alike else
                " — not the same algorithm (set `measurement.attention: eager` for the same "
@@ -254,11 +255,12 @@ else:
     for chosen in ratio.precisions(ratios):
         competed = ratio.candidates(ok, chosen)
         tally = ratio.tally(ratios, chosen)
-        say(f"### {chosen}: {PRECISIONS[chosen].description}" if chosen in PRECISIONS
-            else f"### {chosen}")
-        say("Candidates: " + "; ".join(f"{framework_name(f)} {', '.join(v)}"
+        say(f"### {md_text(chosen)}: {PRECISIONS[chosen].description}"
+            if chosen in PRECISIONS else f"### {md_text(chosen)}")
+        say("Candidates: " + "; ".join(f"{md_text(framework_name(f))} {md_text(', '.join(v))}"
                                        for f, v in competed.items())
-            + ". Cells: " + ", ".join(f"{n} {v}" for v, n in sorted(tally.items())) + ".")
+            + ". Cells: " + ", ".join(f"{n} {md_text(v)}" for v, n in sorted(tally.items()))
+            + ".")
         show(ratio.ratio_table(ratios, chosen),
              f"Each framework's best median latency over the fastest's, {chosen} "
              "(95% interval; tie: it holds 1)")

@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 from dlbench.analysis import plots, train_step
 from dlbench.analysis.summary import load, of_scenario, several_devices
 from dlbench.report.display import say, show
-from dlbench.report.format import blank_repeats, fmt_percent, framework_name
+from dlbench.report.format import blank_repeats, fmt_percent, framework_name, md_code, md_text
 
 everything = load(summary)
 df = of_scenario(everything, "train_step")
@@ -90,7 +90,8 @@ costs = train_step.optimizer_costs(df)
 if not costs.empty:
     worst = costs.loc[costs["optimizer_share"].idxmax()]
     say(f"The largest optimizer share here: {fmt_percent(worst.optimizer_share)}, "
-        f"{framework_name(worst.framework)} `{worst.optimization}` with {worst.optimizer}. "
+        f"{md_text(framework_name(worst.framework))} {md_code(worst.optimization)} with "
+        f"{md_text(worst.optimizer)}. "
         "The update's cost depends on the parameters only, while forward and backward grow "
         "with the tokens per step: the share is largest at small batches and short "
         "sequences.")

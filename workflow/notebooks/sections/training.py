@@ -99,7 +99,7 @@ if not trained.empty:
         verdicts["flame graph"] = verdicts["flame graph"].map(file_link)
     show(verdicts, "Verdict, its reasons and evidence, the ceiling and what to try next",
          left=[c for c in ("cell", "verdict", "why", "evidence", "try next", "flame graph")
-               if c in verdicts])
+               if c in verdicts], html=[c for c in ("flame graph",) if c in verdicts])
     say("Images/s per framework, optimization and optimizer (rows) and input pipeline "
         "(columns): which knob moved what.")
     show(blank_repeats(bottleneck.pipeline_table(trained), "framework"),
