@@ -2,34 +2,47 @@
 real small filesystem (a tmpfs mounted for the test): the previous file stays whole, the
 error names the file, and once space is freed the next write completes."""
 
+import contextlib
 import errno
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from dlbench import result
-from tests.conftest import REPO, tool_env
-from tests.test_faults import CELL
+from dlbench import paths, result
+from tests.conftest import REPO, snakemake, tiny_config, tool_env
+from tests.test_faults import CELL, PROFILE
 
+# One cell: the workflow's writes are under test, not the matrix.
+ONE_CELL = tiny_config(frameworks=["pytorch"], models=["tiny-bert"], devices=["cpu"],
+                       batch_sizes=[1], sequence_lengths=[8], optimizations=["eager"])
 V1_RUNS = sorted((REPO / "tests" / "data" / "v1_results" / "per_cell" / "runs").glob("*.json"))
 
 
-@pytest.fixture
-def small_disk(tmp_path) -> Path:
-    """A 4 MiB tmpfs: a real filesystem that fills up. Mounting needs root (or
-    CAP_SYS_ADMIN), which the test containers give; elsewhere the tests are skipped."""
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(disk)],
-                             capture_output=True, text=True)
+@contextlib.contextmanager
+def tmpfs(folder: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of `size` mounted on `folder`: a real filesystem that fills up. Mounting
+    needs root (or CAP_SYS_ADMIN), which the test containers give; elsewhere the tests
+    are skipped."""
+    folder.mkdir(parents=True, exist_ok=True)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs",
+                              str(folder)], capture_output=True, text=True)
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a small tmpfs here: {mounted.stderr.strip()}")
-    yield disk
-    subprocess.run(["umount", str(disk)], check=True)
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)
+
+
+@pytest.fixture
+def small_disk(tmp_path) -> Iterator[Path]:
+    with tmpfs(tmp_path / "disk", "4m") as disk:
+        yield disk
 
 
 def fill(disk: Path) -> Path:
@@ -118,3 +131,22 @@ def test_a_full_disk_keeps_the_previous_result_and_report_and_the_next_run_compl
     rerun = result.read(out)
     assert rerun["status"] == "ok"
     assert rerun["started_at"] != json.loads(before[0])["started_at"]
+
+
+@pytest.mark.slow
+def test_the_workflow_says_which_file_found_the_disk_full_and_the_next_run_completes(tmp_path):
+    # report/ on a tmpfs smaller than the report (about 600 KB): only the report's write
+    # finds the disk full, wherever the cells' timing puts it.
+    workdir = tmp_path / "work"
+    with tmpfs(workdir / "report", "256k") as report_dir:
+        first = snakemake(workdir, ONE_CELL, *PROFILE, "--cores", "2")
+        assert first.returncode != 0
+        # The failed job's log, printed by the profile's show-failed-logs.
+        assert f"dlbench report: {full_disk_message(Path(paths.REPORT))}" in first.stderr, \
+            first.stderr[-3000:]
+        assert not list(report_dir.iterdir())  # no report, no temporary taking the space
+        assert list(pd.read_parquet(workdir / paths.SUMMARY_PARQUET)["status"]) == ["ok"]
+    second = snakemake(workdir, ONE_CELL, *PROFILE, "--cores", "2")  # report/ on the big disk
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert (workdir / paths.REPORT).exists()
+    assert "rule measure_cell" not in second.stderr  # only what was missing is made

@@ -41,8 +41,11 @@ def acquire(lock_file: Path) -> IO[str]:
         raise ResultsFolderBusy(busy_message(lock_file, holder)) from None
     # A file left by a run that died says so no more: it now names this run.
     handle.truncate(0)
-    handle.write(json.dumps(holder_details()))
-    handle.flush()
+    try:
+        handle.write(json.dumps(holder_details()))
+        handle.flush()
+    except OSError:  # a full disk: the lock holds all the same, without its details
+        pass
     return handle
 
 
