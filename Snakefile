@@ -32,3 +32,20 @@ rule all:
         paths.REPORT,
         COMPARE_OUTPUTS,
     default_target: True
+
+
+# One run at a time on the results folder, from the first job to the last (see
+# dlbench.runlock); after a failure, the summary and report of everything, failures included.
+onstart:
+    lock_results_folder()
+
+
+onsuccess:
+    unlock_results_folder()
+
+
+onerror:
+    try:
+        report_after_failure()
+    finally:
+        unlock_results_folder()

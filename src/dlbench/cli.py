@@ -250,6 +250,14 @@ def _list_optimizations() -> None:
 def main(argv: list[str] | None = None) -> int:
     process_start = _process_start()
     args = parse_args(argv)
+    try:
+        return _command(args, process_start)
+    except result.DiskFull as exc:  # the message says it all: no traceback
+        print(f"dlbench {args.command}: {exc}", file=sys.stderr)
+        return 1
+
+
+def _command(args: argparse.Namespace, process_start: float) -> int:
     if args.command == "run":
         return _run(args, process_start)
     if args.command == "aggregate":

@@ -21,6 +21,7 @@ LOGS = "logs"
 SUMMARY_PARQUET = f"{RESULTS}/summary.parquet"
 SUMMARY_CSV = f"{RESULTS}/summary.csv"
 PROVENANCE = f"{RESULTS}/provenance.json"
+RUN_LOCK = f"{RESULTS}/.run.lock"  # held by the run using the results folder (dlbench.runlock)
 REPORT = "report/report.html"
 COMPARE_HTML, COMPARE_CSV = "report/compare.html", "report/compare.csv"
 AGGREGATE_LOG = f"{LOGS}/aggregate.log"

@@ -2,6 +2,7 @@
 validation, reading (version 1 files too) and atomic writing."""
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -24,6 +25,15 @@ STATUSES = ("ok", "oom", "unsupported", "error")
 
 class ResultError(ValueError):
     """A result file that cannot be used; the message names the file."""
+
+
+class DiskFull(OSError):
+    """A file could not be written for want of space (the device, a quota, a file size
+    limit); the message names the file."""
+
+
+# ENOSPC: the device is full; EDQUOT: the user's quota; EFBIG: a file size limit (ulimit -f).
+DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
 def now(unix_time: float | None = None) -> str:
@@ -50,18 +60,45 @@ def write_text_atomic(path: str | Path, text: str) -> None:
 
 @contextlib.contextmanager
 def replacing(path: str | Path) -> Iterator[Path]:
-    """A temporary path beside `path`, renamed over it (atomically) if the block succeeds."""
+    """A temporary path beside `path`, renamed over it (atomically) if the block succeeds:
+    if it fails (the disk full, an interruption), `path` keeps its previous content whole."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with naming_a_full_disk(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     os.chmod(tmp, default_file_mode())  # as a plain open() would: mkstemp makes it private
     try:
-        yield Path(tmp)
-        os.replace(tmp, path)
+        with naming_a_full_disk(path):
+            yield Path(tmp)
+            os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        Path(tmp).unlink(missing_ok=True)  # frees the space it took
         raise
+
+
+@contextlib.contextmanager
+def naming_a_full_disk(path: Path, atomic: bool = True) -> Iterator[None]:
+    """Turn a full disk's OSError, which names no file (or only a temporary one), into
+    DiskFull naming `path`; `atomic`: whether `path` is written by `replacing`."""
+    try:
+        yield
+    except DiskFull:
+        raise
+    except OSError as error:
+        if error.errno not in DISK_FULL_ERRNOS:
+            raise
+        raise disk_full(error.errno, path, atomic) from error
+
+
+def disk_full(code: int, path: Path, atomic: bool = True) -> DiskFull:
+    """The DiskFull of `path` for one of DISK_FULL_ERRNOS."""
+    kept = ("it was not written, and an earlier version of it is kept whole" if atomic
+            else "it is left incomplete")
+    full = DiskFull(f"{os.strerror(code).lower()} while writing {path}: {kept}. Free some "
+                    "space and run again.")
+    full.errno = code
+    return full
 
 
 def default_file_mode() -> int:

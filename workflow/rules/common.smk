@@ -191,6 +191,27 @@ def cell_cluster_resources():
 CELL_CLUSTER_RESOURCES = cell_cluster_resources()
 
 
+# The results folder's lock while this run holds it: one run at a time (dlbench.runlock).
+RESULTS_LOCK = None
+
+
+def lock_results_folder():
+    """Refuse to start if another run is using the results folder."""
+    global RESULTS_LOCK
+    from dlbench import runlock
+
+    try:
+        RESULTS_LOCK = runlock.acquire(Path(paths.RUN_LOCK))
+    except runlock.ResultsFolderBusy as error:
+        raise WorkflowError(str(error)) from None
+
+
+def unlock_results_folder():
+    from dlbench import runlock
+
+    runlock.release(RESULTS_LOCK)
+
+
 def report_after_failure():
     """Summary and report even when cells crashed or timed out (see dlbench.recovery)."""
     from dlbench import recovery

@@ -32,7 +32,3 @@ rule report:
         " --notebook {input.notebook:q} --summary {input.summary:q}"
         " --executed {log.notebook:q} --out {output:q} --peaks {input.peaks:q}"
         " > {log.log:q} 2>&1"
-
-
-onerror:
-    report_after_failure()

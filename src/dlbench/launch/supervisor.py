@@ -142,6 +142,8 @@ def run_child(jobs: list, work: Work, record_path: Callable[[Hashable], Path], l
     for path in paths:
         path.unlink(missing_ok=True)
     if failure is None and len(done) < len(jobs):
+        if child.exitcode in result.DISK_FULL_ERRNOS:  # no record can be written: stop
+            raise result.disk_full(child.exitcode, record_path(jobs[len(done)]))
         failure = Failure("error", _crash_reason(child.exitcode))
     return done, failure
 
@@ -151,7 +153,12 @@ def _child_main(work: Work, jobs: list, paths: list[Path], start: float, repeat:
     # the child's death is never mistaken for a crash of the job.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    work(jobs, paths, start, repeat)
+    try:
+        work(jobs, paths, start, repeat)
+    except result.DiskFull as full:
+        # Its status is the errno (28, 122 or 27): the supervisor then stops the run with
+        # a message naming the record's own path, not this child's temporary one.
+        os._exit(full.errno)
     os._exit(0)  # no interpreter teardown: frameworks can hang or crash in it
 
 

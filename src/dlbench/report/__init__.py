@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dlbench.report.page import figure_texts, finish
-from dlbench.result import write_text_atomic
+from dlbench.result import naming_a_full_disk, write_text_atomic
 
 if TYPE_CHECKING:
     from nbformat import NotebookNode
@@ -110,8 +110,11 @@ def execute(notebook: "NotebookNode", parameters: dict, executed: Path, html: Pa
 
     executed.parent.mkdir(parents=True, exist_ok=True)
     source = executed.with_name(executed.stem + ".input.ipynb")
-    jupytext.write(notebook, source)
-    with _this_dlbench_first():
+    # The notebooks are logs, written in place (a failed report's executed notebook is kept
+    # to read why); on a full disk the error still names them.
+    with naming_a_full_disk(source, atomic=False):
+        jupytext.write(notebook, source)
+    with _this_dlbench_first(), naming_a_full_disk(executed, atomic=False):
         papermill.execute_notebook(
             source, executed, parameters=parameters, kernel_name="python3",
             progress_bar=False,

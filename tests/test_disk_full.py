@@ -1,0 +1,152 @@
+"""No space left on the device while a result, the summary or the report is written, on a
+real small filesystem (a tmpfs mounted for the test): the previous file stays whole, the
+error names the file, and once space is freed the next write completes."""
+
+import contextlib
+import errno
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from dlbench import paths, result
+from tests.conftest import REPO, snakemake, tiny_config, tool_env
+from tests.test_faults import CELL, PROFILE
+
+# One cell: the workflow's writes are under test, not the matrix.
+ONE_CELL = tiny_config(frameworks=["pytorch"], models=["tiny-bert"], devices=["cpu"],
+                       batch_sizes=[1], sequence_lengths=[8], optimizations=["eager"])
+V1_RUNS = sorted((REPO / "tests" / "data" / "v1_results" / "per_cell" / "runs").glob("*.json"))
+
+
+@contextlib.contextmanager
+def tmpfs(folder: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of `size` mounted on `folder`: a real filesystem that fills up. Mounting
+    needs root (or CAP_SYS_ADMIN), which the test containers give; elsewhere the tests
+    are skipped."""
+    folder.mkdir(parents=True, exist_ok=True)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs",
+                              str(folder)], capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)
+
+
+@pytest.fixture
+def small_disk(tmp_path) -> Iterator[Path]:
+    with tmpfs(tmp_path / "disk", "4m") as disk:
+        yield disk
+
+
+def fill(disk: Path) -> Path:
+    """Fill the filesystem to its last byte; the file that holds the space."""
+    filler = disk / "filler"
+    with open(filler, "wb", buffering=0) as f:
+        try:
+            while True:
+                f.write(b"\0" * 65536)
+        except OSError as error:
+            assert error.errno == errno.ENOSPC
+    return filler
+
+
+def dlbench(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dlbench", *args], capture_output=True,
+                          text=True, timeout=300, env=tool_env())
+
+
+def full_disk_message(path: Path) -> str:
+    return f"no space left on device while writing {path}: it was not written"
+
+
+def aggregate(results: list[Path], summary: Path) -> subprocess.CompletedProcess:
+    return dlbench("aggregate", *map(str, results), "--parquet", str(summary),
+                   "--csv", str(summary.with_suffix(".csv")))
+
+
+def test_a_full_disk_keeps_the_previous_summary_and_says_so(small_disk):
+    summary, csv = small_disk / "summary.parquet", small_disk / "summary.csv"
+    assert aggregate(V1_RUNS[:1], summary).returncode == 0
+    before = summary.read_bytes(), csv.read_bytes()
+
+    filler = fill(small_disk)
+    full = aggregate(V1_RUNS, summary)
+    assert full.returncode == 1
+    assert f"dlbench aggregate: {full_disk_message(summary)}" in full.stderr
+    assert "Traceback" not in full.stderr
+    assert (summary.read_bytes(), csv.read_bytes()) == before
+    assert not list(small_disk.glob(".*.tmp"))  # the temporary's space was given back
+
+    filler.unlink()
+    assert aggregate(V1_RUNS, summary).returncode == 0
+    assert len(pd.read_parquet(summary)) == len(V1_RUNS) == len(pd.read_csv(csv))
+
+
+def test_writing_names_the_file_for_each_kind_of_full_disk(tmp_path):
+    for code in result.DISK_FULL_ERRNOS:  # the device, a quota, a file size limit
+        target = tmp_path / "summary.csv"
+        with pytest.raises(result.DiskFull, match=f"while writing {target}: it was not"):
+            with result.replacing(target):
+                raise OSError(code, "as the operating system says it")
+    with pytest.raises(PermissionError):  # any other error stays what it was
+        with result.replacing(tmp_path / "x"):
+            raise PermissionError(errno.EACCES, "denied")
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.slow
+def test_a_full_disk_keeps_the_previous_result_and_report_and_the_next_run_completes(
+        small_disk, tmp_path):
+    out, failed = small_disk / "runs" / "cell.json", small_disk / "failed" / "cell.json"
+    run = ["run", *CELL, f"--out={out}", f"--failed-out={failed}"]
+    assert dlbench(*run).returncode == 0
+    summary, html = tmp_path / "summary.parquet", small_disk / "report.html"
+    assert aggregate([out], summary).returncode == 0
+    report = ["report", "--notebook", str(REPO / "workflow" / "notebooks" / "report.py"),
+              "--summary", str(summary), "--executed", str(tmp_path / "report.ipynb"),
+              "--out", str(html)]
+    assert dlbench(*report).returncode == 0
+    before = out.read_bytes(), html.read_bytes()
+
+    filler = fill(small_disk)
+    full = dlbench(*run)
+    assert full.returncode != 0
+    assert full_disk_message(out) in full.stderr, full.stderr[-3000:]
+    assert "Traceback" not in full.stderr
+    full = dlbench(*report)
+    assert full.returncode == 1
+    assert f"dlbench report: {full_disk_message(html)}" in full.stderr, full.stderr[-3000:]
+    assert (out.read_bytes(), html.read_bytes()) == before
+    assert not failed.exists() and not list(small_disk.rglob(".*.tmp"))
+
+    filler.unlink()
+    assert dlbench(*run).returncode == 0
+    rerun = result.read(out)
+    assert rerun["status"] == "ok"
+    assert rerun["started_at"] != json.loads(before[0])["started_at"]
+
+
+@pytest.mark.slow
+def test_the_workflow_says_which_file_found_the_disk_full_and_the_next_run_completes(tmp_path):
+    # report/ on a tmpfs smaller than the report (about 600 KB): only the report's write
+    # finds the disk full, wherever the cells' timing puts it.
+    workdir = tmp_path / "work"
+    with tmpfs(workdir / "report", "256k") as report_dir:
+        first = snakemake(workdir, ONE_CELL, *PROFILE, "--cores", "2")
+        assert first.returncode != 0
+        # The failed job's log, printed by the profile's show-failed-logs.
+        assert f"dlbench report: {full_disk_message(Path(paths.REPORT))}" in first.stderr, \
+            first.stderr[-3000:]
+        assert not list(report_dir.iterdir())  # no report, no temporary taking the space
+        assert list(pd.read_parquet(workdir / paths.SUMMARY_PARQUET)["status"]) == ["ok"]
+    second = snakemake(workdir, ONE_CELL, *PROFILE, "--cores", "2")  # report/ on the big disk
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert (workdir / paths.REPORT).exists()
+    assert "rule measure_cell" not in second.stderr  # only what was missing is made
