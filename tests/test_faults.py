@@ -3,6 +3,7 @@ a bad cell costs that cell and nothing more, and nothing half-written is left be
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -201,3 +202,99 @@ def test_two_cells_started_together_take_turns(tmp_path):
 
 def _time(stamp: str) -> datetime:
     return datetime.fromisoformat(stamp)
+
+
+# -- the training half: its input pipeline's faults -------------------------------------------
+
+TRAIN_CELL = ["--scenario=training", "--model=cnn", "--device=cpu", "--dataset=synthetic",
+              "--optimizer=sgd", "--optimization=eager", "--epochs=1",
+              "--warmup-iterations=1", "--no-ablation"]
+TRAIN_TIMEOUT_S = 60  # each fault must end its cell in a fraction of this
+
+
+@pytest.fixture
+def loader_data(tmp_path):
+    """256 images (8 batches of 32: a fault at image 65 strikes mid-epoch), the test's
+    own: the file faults spoil them."""
+    from dlbench.data import __main__ as data_cli
+
+    folder = tmp_path / "data" / "synthetic"
+    data_cli.build("synthetic", folder, 256, 50, 0)
+    return folder
+
+
+def run_training_fault(tmp_path, data, framework: str, fault: str, *extra: str):
+    """`dlbench run` of one training cell (w2, batch 32) with a planted fault: its exit
+    status, its record (kept or failed), whether it was kept, and the seconds it took."""
+    out, failed = tmp_path / "runs" / "cell.json", tmp_path / "failed" / "cell.json"
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "dlbench", "run", *TRAIN_CELL, f"--framework={framework}",
+         "--pipeline=w2", "--batch=32", f"--data={data}", f"--timeout-s={TRAIN_TIMEOUT_S}",
+         *extra, f"--out={out}", f"--failed-out={failed}"],
+        capture_output=True, text=True, timeout=300, env=tool_env(DLBENCH_TEST_FAULT=fault))
+    elapsed = time.monotonic() - started
+    assert out.exists() != failed.exists(), done.stdout[-2000:] + done.stderr[-3000:]
+    return done.returncode, result.read(out if out.exists() else failed), out.exists(), elapsed
+
+
+@pytest.mark.slow
+def test_a_killed_loader_worker_is_a_crash_of_its_cell_reported_at_once(tmp_path, loader_data):
+    """A DataLoader worker SIGKILLed mid-epoch: the cell is a crash (kept as failed, its
+    job fails, a re-run measures it again), named as such, seconds after the kill."""
+    code, record, kept, elapsed = run_training_fault(tmp_path, loader_data, "pytorch",
+                                                     "kill-loader")
+    assert (code, kept, record["status"]) == (1, False, "error")
+    # Told by DataLoader's SIGCHLD handler, or by its check while waiting for a batch.
+    assert re.fullmatch(r"crashed: a loader worker died: DataLoader worker \(pid(\(s\))? \d+\) "
+                        r"(is killed by signal: Killed\.|exited unexpectedly)", record["reason"]), \
+        record["reason"]
+    assert elapsed < TRAIN_TIMEOUT_S / 2, elapsed
+
+
+@pytest.mark.slow
+def test_a_group_goes_on_after_a_killed_loader_worker(tmp_path, loader_data):
+    """In one process with other cells, the cell whose worker died is `error` and the
+    next cell trains as if nothing happened (fresh workers)."""
+    runs = tmp_path / "runs"
+    done = subprocess.run(
+        [sys.executable, "-m", "dlbench", "run", *TRAIN_CELL, "--framework=pytorch",
+         "--pipeline=w2", "--batch", "32", "64", f"--data={loader_data}",
+         f"--timeout-s={TRAIN_TIMEOUT_S}", f"--out-dir={runs}"],
+        capture_output=True, text=True, timeout=300,
+        env=tool_env(DLBENCH_TEST_FAULT="kill-loader@.*_b32_.*"))
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    records = {p.stem.split("_")[4]: result.read(p) for p in runs.glob("*.json")}
+    assert records["b32"]["status"] == "error"
+    assert records["b32"]["reason"].startswith("crashed: a loader worker died")
+    assert records["b64"]["status"] == "ok", records["b64"]["reason"]
+
+
+@pytest.mark.slow
+def test_the_memory_guard_counts_the_loader_workers(tmp_path, loader_data):
+    """A DataLoader worker that allocates 4 GiB: the guard sees the whole process tree and
+    stops the cell as `oom` (were it blind to the workers, the cell would time out)."""
+    code, record, kept, elapsed = run_training_fault(
+        tmp_path, loader_data, "pytorch", "oom-loader", "--max-host-memory-gib=2.5")
+    assert (code, kept, record["status"]) == (0, True, "oom"), record["reason"]
+    assert "above the guard's limit of 2.5 GiB" in record["reason"]
+    assert elapsed < TRAIN_TIMEOUT_S / 2, elapsed
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("fault", "error"), [
+    ("vanish-file", r"NotFoundError: /\S+\.png; No such file or directory"),
+    ("corrupt-file", r"InvalidArgumentError: Unknown image file format\. .*"),
+])
+def test_a_training_file_spoiled_mid_epoch_is_the_cells_error(tmp_path, loader_data, fault,
+                                                              error):
+    """TensorFlow: a file deleted, or overwritten with bytes that are no PNG, after a few
+    batches: the cell is `error` (the data set is wrong: no re-run helps) with the file's
+    problem, at once."""
+    code, record, kept, elapsed = run_training_fault(tmp_path, loader_data, "tensorflow",
+                                                     fault)
+    assert (code, kept, record["status"]) == (0, True, "error")
+    assert re.fullmatch(r"InputFileError: a training file could not be read or decoded "
+                        rf"\(epoch 1, after \d batches\): {error}", record["reason"]), \
+        record["reason"]
+    assert elapsed < TRAIN_TIMEOUT_S / 2, elapsed

@@ -5,7 +5,9 @@ Cells that cannot apply are recorded at once, without a framework. The others ar
 under the device's host-wide lock by measuring children that the supervisor watches (see
 supervisor.py); what a child cannot report itself becomes the cell's result:
 - host memory above the guard's limit → `oom`;
-- a crash or a hang past the time limit → `error` ("crashed …" / "timed out …"). Alone, the
+- a crash or a hang past the time limit → `error` ("crashed …" / "timed out …"); so does a
+  crash that the child survived and reported (a loader worker of its input pipeline
+  died: its record says `crashed`). Alone, the
   cell is kept in its failed-record file and the run exits 1, so that Snakemake marks the
   job failed and a re-run retries it. In a group, the cell's result says so, a fresh child
   measures the cells after it, and the run succeeds: failing the job would make Snakemake
@@ -99,6 +101,10 @@ def _measure(tasks: list[Task], settings: dict, limits: Limits,
         records, failures = run_jobs(jobs, partial(measure_cells, settings=settings),
                                      lambda task: task.out, limits, settings["repeats"],
                                      start, annotate)
+        for task in jobs:  # a crash the child reported is a crash, as one it died of
+            crash = next((r for r in records[task] if r.pop("crashed", False)), None)
+            if crash and task not in failures:
+                failures[task] = Failure("error", crash["reason"])
         return {task: task.cell.spec.combine(records[task]) for task in jobs
                 if task not in failures}, failures
 
