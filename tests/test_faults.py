@@ -11,6 +11,7 @@ import time
 from datetime import datetime
 
 import pandas as pd
+import psutil
 import pytest
 
 from dlbench import config, result
@@ -298,3 +299,54 @@ def test_a_training_file_spoiled_mid_epoch_is_the_cells_error(tmp_path, loader_d
                         rf"\(epoch 1, after \d batches\): {error}", record["reason"]), \
         record["reason"]
     assert elapsed < TRAIN_TIMEOUT_S / 2, elapsed
+
+
+# -- a job stopped by its scheduler, and tried again -------------------------------------------
+
+
+def _stop_a_hanging_cell(tmp_path) -> int:
+    """`dlbench run` of CELL, hanging, stopped by SIGTERM once its measuring child runs (as
+    SLURM stops a job: scancel, the time limit); its exit status."""
+    out, failed = tmp_path / "runs" / "cell.json", tmp_path / "failed" / "cell.json"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "dlbench", "run", *CELL, f"--out={out}", f"--failed-out={failed}"],
+        env=tool_env(DLBENCH_TEST_FAULT="hang"), stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not psutil.Process(process.pid).children() and time.monotonic() < deadline:
+        time.sleep(0.1)  # the child is forked once the supervisor handles SIGTERM
+    process.send_signal(signal.SIGTERM)
+    return process.wait(timeout=60)
+
+
+@pytest.mark.slow
+def test_the_attempts_of_a_job_stopped_twice_are_counted(tmp_path):
+    """Stopped twice, the cell's failed record counts two attempts and says why; the job
+    that then measures it counts three, the kept one last."""
+    stopped = "stopped: the job received SIGTERM (cancelled, or past the scheduler's time limit)"
+    assert _stop_a_hanging_cell(tmp_path) == 1
+    assert _stop_a_hanging_cell(tmp_path) == 1
+    failed = result.read(tmp_path / "failed" / "cell.json")
+    assert (failed["status"], failed["reason"]) == ("error", stopped)
+    assert [(a["status"], a["kept"], a["reason"]) for a in failed["attempts"]] == [
+        ("error", False, stopped), ("error", True, stopped)]
+
+    code, record, out, kept_failed = run_cell(tmp_path, "")
+    assert (code, record["status"], out, kept_failed) == (0, "ok", True, False)
+    assert [(a["status"], a["kept"]) for a in record["attempts"]] == [
+        ("error", False), ("error", False), ("ok", True)]
+    assert record["attempts"][-1]["median_ms"] == record["timing"]["median_ms"]
+
+
+@pytest.mark.parametrize(("fields", "why"), [
+    ({"JobState": "COMPLETING", "Reason": "TimeLimit", "TimeLimit": "00:01:00"},
+     "reached its time limit (00:01:00)"),
+    ({"JobState": "COMPLETING", "Reason": "None"}, "was cancelled (scancel)"),
+    ({"JobState": "COMPLETING", "Reason": "Preempted"}, "was stopped (Preempted)"),
+])
+def test_slurms_reason_for_a_stop(fields, why):
+    """What `scontrol show job` says of a job that has just received SIGTERM (seen on
+    Slurm 22.05: COMPLETING, with the time limit as its reason, or none after scancel)."""
+    from dlbench.launch.scheduler import slurm_reason
+
+    assert slurm_reason("7", fields) == f"stopped by SLURM: job 7 {why} and received SIGTERM"

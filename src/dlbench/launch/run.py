@@ -15,7 +15,8 @@ supervisor.py); what a child cannot report itself becomes the cell's result:
 
 With `retry_noisy: N`, a cell whose result has a noise flag is measured again (fresh
 processes, the same lock), up to N times; the cleanest attempt is kept, and every attempt
-is recorded in its `attempts`.
+is recorded in its `attempts`. So are the earlier jobs of the cell that failed (their
+record in its failed-record file), when a job is retried.
 """
 
 import time
@@ -80,6 +81,9 @@ def run(tasks: list[Task], settings: dict, process_start: float) -> int:
             final.update(status=failure.status, reason=failure.reason)
         final["device_lock"] = lock
         final["startup"]["lock_wait_s"] = round(waited, 4)
+        earlier = _earlier_attempts(task)
+        if earlier:
+            final["attempts"] = earlier + (final.get("attempts") or [_summary(final, True)])
         keep_as_failed = failure is not None and failure.status == "error" and (
             not grouped or failure.stops_run)
         if keep_as_failed:
@@ -155,6 +159,20 @@ def _summary(record: dict, kept: bool) -> dict:
                        iterations=timing["iterations"],
                        flags=(record.get("flags") or {}).get("reasons", []))
     return summary
+
+
+def _earlier_attempts(task: Task) -> list[dict]:
+    """The attempts of the cell's earlier jobs that failed (a crash, a time limit, a stop
+    by the scheduler), as its failed-record file keeps them: a job retried (SLURM's
+    retry, a re-run) counts them in its record. Those of other parameters do not count."""
+    try:
+        earlier = result.read(task.failed_out)
+    except result.ResultError:
+        return []  # none (or unreadable: the attempt cannot be counted)
+    if earlier["params_hash"] != result.params_hash(task.cell.params()):
+        return []
+    return [{**attempt, "kept": False}
+            for attempt in earlier.get("attempts") or [_summary(earlier, False)]]
 
 
 def _done(record: dict, failed_out: Path) -> None:

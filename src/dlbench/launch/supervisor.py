@@ -20,6 +20,7 @@ from typing import NamedTuple
 import psutil
 
 from dlbench import result
+from dlbench.launch import scheduler
 from dlbench.launch.profiler import Watch
 from dlbench.measure.sampler import GpuSampler, ProcessSampler
 
@@ -172,8 +173,7 @@ class _Sigterm:
 
 
 def _on_sigterm(signum, frame):
-    _Sigterm.received = ("stopped: the job received SIGTERM (cancelled, or past the "
-                         "scheduler's time limit)")
+    _Sigterm.received = scheduler.stop_reason()
     if _Sigterm.armed:
         raise _Stopped(_Sigterm.received)
 
