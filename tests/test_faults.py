@@ -350,3 +350,20 @@ def test_slurms_reason_for_a_stop(fields, why):
     from dlbench.launch.scheduler import slurm_reason
 
     assert slurm_reason("7", fields) == f"stopped by SLURM: job 7 {why} and received SIGTERM"
+
+
+@pytest.mark.slow
+def test_recoverys_stand_in_for_a_missing_record_is_no_attempt(tmp_path):
+    """The record that recovery writes for a cell without one (its job killed outright, or
+    never started) is no known attempt: the job that measures the cell counts none."""
+    from dlbench import recovery, settings
+
+    cell = next(c for c in expand_cells(config.validate(SMALL))
+                if c.id == "pytorch_tiny-bert_cpu_b1_s8_eager")
+    (tmp_path / "failed").mkdir()
+    [stand_in] = recovery.records([cell], settings.defaults(), tmp_path / "runs",
+                                  tmp_path / "failed")
+    stand_in.rename(tmp_path / "failed" / "cell.json")
+    code, record, out, failed = run_cell(tmp_path, "")
+    assert (code, record["status"], out, failed) == (0, "ok", True, False)
+    assert "attempts" not in record

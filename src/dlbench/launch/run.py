@@ -164,12 +164,15 @@ def _summary(record: dict, kept: bool) -> dict:
 def _earlier_attempts(task: Task) -> list[dict]:
     """The attempts of the cell's earlier jobs that failed (a crash, a time limit, a stop
     by the scheduler), as its failed-record file keeps them: a job retried (SLURM's
-    retry, a re-run) counts them in its record. Those of other parameters do not count."""
+    retry, a re-run) counts them in its record. Those of other parameters do not count,
+    nor the stand-in that recovery.py writes for a cell without a record (a job killed
+    outright, or never started: no attempt is known)."""
     try:
         earlier = result.read(task.failed_out)
     except result.ResultError:
         return []  # none (or unreadable: the attempt cannot be counted)
-    if earlier["params_hash"] != result.params_hash(task.cell.params()):
+    if earlier["params_hash"] != result.params_hash(task.cell.params()) \
+            or "device_lock" not in earlier:  # written by a job, which held the device
         return []
     return [{**attempt, "kept": False}
             for attempt in earlier.get("attempts") or [_summary(earlier, False)]]
