@@ -5,10 +5,12 @@ result; nothing may be lost or corrupted.
     .venv/bin/python bench/soak_training.py [--kills 12] [--seed 0] [--max-runs 8]
 
 While Snakemake runs, a killer waits a random 2-8 s, then SIGKILLs one process of a
-measuring job, chosen at random among the kinds running: the job's supervisor (`dlbench
-run`: the job dies), its measuring process (the cell crashes), or one of the cell's
-DataLoader workers (PyTorch's w2 cells); until --kills have been sent. Then the workflow is
-run again, without kills, until it succeeds. After every run:
+measuring cell, of a kind chosen at random among those running that have kills left (a
+third of --kills each): the job's supervisor (`dlbench run`: the job dies), its measuring
+process (the cell crashes), or one of the cell's DataLoader workers (PyTorch's w2 cells: a
+killed one fails its cell, which the next run measures again, so there are always loaders
+to kill while kills are left). The workflow is run again until it succeeds (kills not
+sent by then are not counted). After every run:
 - lost: a cell whose `ok` result was there after an earlier run and is gone or replaced
   (every finished result must survive later runs' faults), or at the end a cell without
   its result;
@@ -93,7 +95,7 @@ def main() -> int:
         ok = sum(r["status"] == "ok" for r in records.values())
         print(f"{runs:>3} {code:>4} {time.monotonic() - run_start:>6.0f} {len(killer.log):>5} "
               f"{ok:>3} {failed:>6}  " + ", ".join(killer.log), flush=True)
-        if code == 0 and killer.left == 0:
+        if code == 0:  # every cell has its result (kills the run gave no chance to are unsent)
             break
     records, problems = _read_all(workdir)
     corrupted += problems
@@ -111,16 +113,22 @@ class Killer:
     """SIGKILLs one process of a measuring job every 2-8 s, until its budget is spent."""
 
     def __init__(self, rng: random.Random, budget: int):
-        self.rng, self.left, self.sent = rng, budget, 0
+        self.rng, self.sent = rng, 0
+        self.budget = {kind: budget // len(KINDS) + (i < budget % len(KINDS))
+                       for i, kind in enumerate(KINDS)}
         self.by_kind = dict.fromkeys(KINDS, 0)
         self.loader_kills: list[tuple[str, float]] = []  # (cell, Unix time)
         self.log: list[str] = []
+
+    @property
+    def left(self) -> int:
+        return sum(self.budget.values())
 
     def run(self, snakemake: subprocess.Popen) -> None:
         while self.left and snakemake.poll() is None:
             time.sleep(self.rng.uniform(2, 8))
             targets = _targets(snakemake.pid)
-            kinds = [kind for kind in KINDS if targets[kind]]
+            kinds = [kind for kind in KINDS if targets[kind] and self.budget[kind]]
             if not kinds or snakemake.poll() is not None:
                 continue
             kind = self.rng.choice(kinds)
@@ -129,7 +137,8 @@ class Killer:
                 process.kill()
             except psutil.Error:
                 continue
-            self.left, self.sent = self.left - 1, self.sent + 1
+            self.budget[kind] -= 1
+            self.sent += 1
             self.by_kind[kind] += 1
             if kind == "loader":
                 self.loader_kills.append((cell, time.time()))
@@ -137,7 +146,7 @@ class Killer:
 
 
 def _targets(snakemake: int) -> dict[str, list[tuple[str, psutil.Process]]]:
-    """The processes of this Snakemake's running `dlbench run` jobs (never another's) by
+    """The processes of this Snakemake's measuring `dlbench run` jobs (never another's) by
     kind, each with its cell: the supervisor, its measuring child (a fork: the same
     command line) and that child's loader workers (forks too)."""
     targets = {kind: [] for kind in KINDS}
@@ -157,7 +166,11 @@ def _targets(snakemake: int) -> dict[str, list[tuple[str, psutil.Process]]]:
             depth = sum(1 for parent in process.parents() if parent.cmdline() == cmdline)
         except psutil.Error:
             continue
-        if depth < len(KINDS):
+        try:  # a job is a target once it measures (not while it waits for the device)
+            measuring = depth > 0 or bool(process.children())
+        except psutil.Error:
+            continue
+        if depth < len(KINDS) and measuring:
             targets[KINDS[depth]].append((cell, process))
     return targets
 
