@@ -17,6 +17,13 @@ sent by then are not counted). After every run:
 - corrupted: a result or failed-record file that does not validate, a temporary or child
   file left behind, a summary without exactly the matrix's cells, or an `ok` result of a
   process whose loader worker was killed during its training loop (a kill gone unnoticed).
+
+Measured here (2 cores, beside another test run; `--kills 12 --seed 0`, commit 9ac34e6):
+12 kills (4 jobs, 4 measuring processes, 4 loader workers), 3 runs (2 re-runs), 928 s;
+0 results lost, 0 corrupted. Every kill was told as what it was: "crashed: the measuring
+process was killed by SIGKILL", "crashed: a loader worker died: DataLoader worker (pid …)
+is killed by signal: Killed.", or a failed job; the cells measured after them count their
+failed attempts.
 """
 
 import argparse
