@@ -3,6 +3,7 @@ a bad cell costs that cell and nothing more, and nothing half-written is left be
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -10,6 +11,7 @@ import time
 from datetime import datetime
 
 import pandas as pd
+import psutil
 import pytest
 
 from dlbench import config, result
@@ -201,3 +203,169 @@ def test_two_cells_started_together_take_turns(tmp_path):
 
 def _time(stamp: str) -> datetime:
     return datetime.fromisoformat(stamp)
+
+
+# -- the training half: its input pipeline's faults -------------------------------------------
+
+TRAIN_CELL = ["--scenario=training", "--model=cnn", "--device=cpu", "--dataset=synthetic",
+              "--optimizer=sgd", "--optimization=eager", "--epochs=1",
+              "--warmup-iterations=1", "--no-ablation"]
+TRAIN_TIMEOUT_S = 60  # each fault must end its cell in a fraction of this
+
+
+@pytest.fixture
+def loader_data(tmp_path):
+    """256 images (8 batches of 32: a fault at image 65 strikes mid-epoch), the test's
+    own: the file faults spoil them."""
+    from dlbench.data import __main__ as data_cli
+
+    folder = tmp_path / "data" / "synthetic"
+    data_cli.build("synthetic", folder, 256, 50, 0)
+    return folder
+
+
+def run_training_fault(tmp_path, data, framework: str, fault: str, *extra: str):
+    """`dlbench run` of one training cell (w2, batch 32) with a planted fault: its exit
+    status, its record (kept or failed), whether it was kept, and the seconds it took
+    (less any wait for the device lock, which other measurements on the host may hold)."""
+    out, failed = tmp_path / "runs" / "cell.json", tmp_path / "failed" / "cell.json"
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "dlbench", "run", *TRAIN_CELL, f"--framework={framework}",
+         "--pipeline=w2", "--batch=32", f"--data={data}", f"--timeout-s={TRAIN_TIMEOUT_S}",
+         *extra, f"--out={out}", f"--failed-out={failed}"],
+        capture_output=True, text=True, timeout=300, env=tool_env(DLBENCH_TEST_FAULT=fault))
+    assert out.exists() != failed.exists(), done.stdout[-2000:] + done.stderr[-3000:]
+    record = result.read(out if out.exists() else failed)
+    elapsed = time.monotonic() - started - record["startup"]["lock_wait_s"]
+    return done.returncode, record, out.exists(), elapsed
+
+
+@pytest.mark.slow
+def test_a_killed_loader_worker_is_a_crash_of_its_cell_reported_at_once(tmp_path, loader_data):
+    """A DataLoader worker SIGKILLed mid-epoch: the cell is a crash (kept as failed, its
+    job fails, a re-run measures it again), named as such, seconds after the kill."""
+    code, record, kept, elapsed = run_training_fault(tmp_path, loader_data, "pytorch",
+                                                     "kill-loader")
+    assert (code, kept, record["status"]) == (1, False, "error")
+    # Told by DataLoader's SIGCHLD handler, or by its check while waiting for a batch.
+    assert re.fullmatch(r"crashed: a loader worker died: DataLoader worker \(pid(\(s\))? \d+\) "
+                        r"(is killed by signal: Killed\.|exited unexpectedly)", record["reason"]), \
+        record["reason"]
+    assert elapsed < TRAIN_TIMEOUT_S / 2, elapsed
+
+
+@pytest.mark.slow
+def test_a_group_goes_on_after_a_killed_loader_worker(tmp_path, loader_data):
+    """In one process with other cells, the cell whose worker died is `error` and the
+    next cell trains as if nothing happened (fresh workers)."""
+    runs = tmp_path / "runs"
+    done = subprocess.run(
+        [sys.executable, "-m", "dlbench", "run", *TRAIN_CELL, "--framework=pytorch",
+         "--pipeline=w2", "--batch", "32", "64", f"--data={loader_data}",
+         f"--timeout-s={TRAIN_TIMEOUT_S}", f"--out-dir={runs}"],
+        capture_output=True, text=True, timeout=300,
+        env=tool_env(DLBENCH_TEST_FAULT="kill-loader@.*_b32_.*"))
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    records = {p.stem.split("_")[4]: result.read(p) for p in runs.glob("*.json")}
+    assert records["b32"]["status"] == "error"
+    assert records["b32"]["reason"].startswith("crashed: a loader worker died")
+    assert records["b64"]["status"] == "ok", records["b64"]["reason"]
+
+
+@pytest.mark.slow
+def test_the_memory_guard_counts_the_loader_workers(tmp_path, loader_data):
+    """A DataLoader worker that allocates 4 GiB: the guard sees the whole process tree and
+    stops the cell as `oom` (were it blind to the workers, the cell would time out)."""
+    code, record, kept, elapsed = run_training_fault(
+        tmp_path, loader_data, "pytorch", "oom-loader", "--max-host-memory-gib=2.5")
+    assert (code, kept, record["status"]) == (0, True, "oom"), record["reason"]
+    assert "above the guard's limit of 2.5 GiB" in record["reason"]
+    assert elapsed < TRAIN_TIMEOUT_S / 2, elapsed
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("fault", "error"), [
+    ("vanish-file", r"/\S+\.png: listed in the manifest, missing; .*"),
+    ("corrupt-file", r"/\S+\.png: not a readable PNG .*"),
+])
+def test_a_training_file_spoiled_mid_epoch_is_the_cells_error(tmp_path, loader_data, fault,
+                                                              error):
+    """TensorFlow: a file deleted, or overwritten with bytes that are no PNG, after a few
+    batches: the cell is `error` (the data set is wrong: no re-run helps) with the file's
+    problem, at once."""
+    code, record, kept, elapsed = run_training_fault(tmp_path, loader_data, "tensorflow",
+                                                     fault)
+    assert (code, kept, record["status"]) == (0, True, "error")
+    # The file named (a scan of the set: tf.data's decode error does not name it), and when.
+    assert re.fullmatch(rf"DataSetError: {error} \(epoch 1, after \d batches\)",
+                        record["reason"]), record["reason"]
+    assert elapsed < TRAIN_TIMEOUT_S / 2, elapsed
+
+
+# -- a job stopped by its scheduler, and tried again -------------------------------------------
+
+
+def _stop_a_hanging_cell(tmp_path) -> int:
+    """`dlbench run` of CELL, hanging, stopped by SIGTERM once its measuring child runs (as
+    SLURM stops a job: scancel, the time limit); its exit status."""
+    out, failed = tmp_path / "runs" / "cell.json", tmp_path / "failed" / "cell.json"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "dlbench", "run", *CELL, f"--out={out}", f"--failed-out={failed}"],
+        env=tool_env(DLBENCH_TEST_FAULT="hang"), stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not psutil.Process(process.pid).children() and time.monotonic() < deadline:
+        time.sleep(0.1)  # the child is forked once the supervisor handles SIGTERM
+    process.send_signal(signal.SIGTERM)
+    return process.wait(timeout=60)
+
+
+@pytest.mark.slow
+def test_the_attempts_of_a_job_stopped_twice_are_counted(tmp_path):
+    """Stopped twice, the cell's failed record counts two attempts and says why; the job
+    that then measures it counts three, the kept one last."""
+    stopped = "stopped: the job received SIGTERM (cancelled, or past the scheduler's time limit)"
+    assert _stop_a_hanging_cell(tmp_path) == 1
+    assert _stop_a_hanging_cell(tmp_path) == 1
+    failed = result.read(tmp_path / "failed" / "cell.json")
+    assert (failed["status"], failed["reason"]) == ("error", stopped)
+    assert [(a["status"], a["kept"], a["reason"]) for a in failed["attempts"]] == [
+        ("error", False, stopped), ("error", True, stopped)]
+
+    code, record, out, kept_failed = run_cell(tmp_path, "")
+    assert (code, record["status"], out, kept_failed) == (0, "ok", True, False)
+    assert [(a["status"], a["kept"]) for a in record["attempts"]] == [
+        ("error", False), ("error", False), ("ok", True)]
+    assert record["attempts"][-1]["median_ms"] == record["timing"]["median_ms"]
+
+
+@pytest.mark.parametrize(("fields", "why"), [
+    ({"JobState": "COMPLETING", "Reason": "TimeLimit", "TimeLimit": "00:01:00"},
+     "reached its time limit (00:01:00)"),
+    ({"JobState": "COMPLETING", "Reason": "None"}, "was cancelled (scancel)"),
+    ({"JobState": "COMPLETING", "Reason": "Preempted"}, "was stopped (Preempted)"),
+])
+def test_slurms_reason_for_a_stop(fields, why):
+    """What `scontrol show job` says of a job that has just received SIGTERM (seen on
+    Slurm 22.05: COMPLETING, with the time limit as its reason, or none after scancel)."""
+    from dlbench.launch.scheduler import slurm_reason
+
+    assert slurm_reason("7", fields) == f"stopped by SLURM: job 7 {why} and received SIGTERM"
+
+
+@pytest.mark.slow
+def test_recoverys_stand_in_for_a_missing_record_is_no_attempt(tmp_path):
+    """The record that recovery writes for a cell without one (its job killed outright, or
+    never started) is no known attempt: the job that measures the cell counts none."""
+    from dlbench import recovery, settings
+
+    cell = next(c for c in expand_cells(config.validate(SMALL))
+                if c.id == "pytorch_tiny-bert_cpu_b1_s8_eager")
+    (tmp_path / "failed").mkdir()
+    [stand_in] = recovery.records([cell], settings.defaults(), tmp_path / "runs",
+                                  tmp_path / "failed")
+    stand_in.rename(tmp_path / "failed" / "cell.json")
+    code, record, out, failed = run_cell(tmp_path, "")
+    assert (code, record["status"], out, failed) == (0, "ok", True, False)
+    assert "attempts" not in record

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import psutil
 import pytest
 import yaml
 
@@ -167,3 +168,72 @@ def test_summary_and_report_are_complete(slurm_run, cells):
     assert set(summary.loc[summary["status"] == "ok", "framework"]) == {"pytorch", "tensorflow"}
     html = (workdir / "report" / "report.html").read_text()
     assert "PyTorch" in html and "TensorFlow" in html and "N/A" in html
+
+
+# -- a job stopped by the scheduler ------------------------------------------------------------
+
+STOPPED = "pytorch_tiny-bert_cpu_b1_s8_eager"
+
+
+def _running_cell_job(cell: str, seen: list[str]) -> str | None:
+    """The id of a new SLURM job of the cell whose measuring child is running (its
+    supervisor then handles SIGTERM), if there is one."""
+    queue = subprocess.run(["squeue", "-h", "-t", "RUNNING", "-o", "%i %k"],
+                           capture_output=True, text=True, timeout=30, check=True).stdout
+    for job_id, comment in (line.split(maxsplit=1) for line in queue.splitlines()):
+        if comment == f"rule_measure_cell_wildcards_{cell}" and job_id not in seen:
+            for process in psutil.process_iter(["cmdline"]):
+                cmdline = process.info["cmdline"] or []
+                if "dlbench" in cmdline and f"results/runs/{cell}.json" in cmdline \
+                        and process.children():
+                    return job_id
+    return None
+
+
+@pytest.fixture(scope="module")
+def stopped_twice(slurm_run):
+    """One cell of the run measured again (its file forced), hanging (a planted fault):
+    each SLURM job of it is cancelled with scancel once it measures. The profile submits
+    it once more; the second is cancelled too. The cancelled jobs' ids, and the run."""
+    workdir, _, _ = slurm_run
+    command = [
+        "timeout", "-s", "KILL", str(RUN_TIMEOUT_S), str(BIN / "snakemake"),
+        "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
+        "--configfile", str(workdir / "config.yaml"),
+        "--workflow-profile", str(REPO / "workflow" / "profiles" / "slurm"),
+        "--slurm-init-seconds-before-status-checks", "1",
+        "--set-resources", "measure_cell:mem_mb=1000*attempt", "measure_cell:runtime=10",
+        "--force", f"results/runs/{STOPPED}.json",
+    ]
+    run = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True, env=tool_env(DLBENCH_TEST_FAULT=f"hang@{STOPPED}"))
+    cancelled: list[str] = []
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    while len(cancelled) < 2 and run.poll() is None and time.monotonic() < deadline:
+        job_id = _running_cell_job(STOPPED, cancelled)
+        if job_id:
+            subprocess.run(["scancel", job_id], check=True, timeout=30)
+            cancelled.append(job_id)
+        time.sleep(0.5)
+    output = run.communicate(timeout=RUN_TIMEOUT_S)[0]
+    (workdir / "snakemake-stopped.out").write_text(output)
+    return workdir, cancelled, run.returncode, output
+
+
+def test_a_job_cancelled_twice_is_retried_once_and_ends_as_error(stopped_twice):
+    workdir, cancelled, returncode, output = stopped_twice
+    assert len(cancelled) == 2, output[-4000:]  # the profile submitted it once more …
+    assert returncode != 0  # … and no more
+    assert [_job(job)["JobState"] for job in cancelled] == ["CANCELLED", "CANCELLED"]
+    assert not (workdir / "results" / "runs" / f"{STOPPED}.json").exists()
+    record = result.read(workdir / "results" / "failed" / f"{STOPPED}.json")
+    reasons = [f"stopped by SLURM: job {job} was cancelled (scancel) and received SIGTERM"
+               for job in cancelled]
+    assert (record["status"], record["reason"]) == ("error", reasons[1])
+    assert [(a["status"], a["kept"], a["reason"]) for a in record["attempts"]] == [
+        ("error", False, reasons[0]), ("error", True, reasons[1])]
+    # The summary and the report of the failed run (onerror) say so.
+    summary = pd.read_parquet(workdir / "results" / "summary.parquet").set_index("cell_id")
+    assert (summary.loc[STOPPED, "status"], summary.loc[STOPPED, "reason"]) == (
+        "error", reasons[1])
+    assert summary.loc[STOPPED, "attempts"] == 2

@@ -153,3 +153,22 @@ def test_sampler_counts_the_process_tree():
             child.kill()
         parent.kill()
         parent.wait()
+
+
+def test_the_child_dies_with_a_killed_supervisor(tmp_path):
+    """A supervisor SIGKILLed (its job killed) takes its measuring child with it: no orphan
+    measures on unwatched, holding the device lock."""
+    import psutil
+
+    code = ("import sys, time; from pathlib import Path; from tests.test_supervisor import run;"
+            f" run(Path({str(tmp_path)!r}), ['hang'])")
+    supervisor = subprocess.Popen([sys.executable, "-c", code], cwd=Path(__file__).parents[1])
+    deadline = time.monotonic() + 30
+    while not (children := psutil.Process(supervisor.pid).children()) \
+            and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert children, "the supervisor started no child"
+    supervisor.kill()
+    supervisor.wait()
+    gone, alive = psutil.wait_procs(children, timeout=5)
+    assert not alive, "the measuring child outlived its supervisor"

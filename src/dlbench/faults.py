@@ -4,7 +4,11 @@ pipeline, for the tests of the bottleneck verdict).
 Only the environment variable DLBENCH_TEST_FAULT turns one on (no config key reaches
 this): "<kind>" for every measured cell, or "<kind>@<regex>" for the cells whose id
 matches. Kinds: raise, oom (allocate without limit), crash (segfault), kill (SIGKILL),
-hang (sleep past any time limit).
+hang (sleep past any time limit); and faults of a training cell's input pipeline, which
+strike when it has read a few batches of images (LOADER_IMAGES): kill-loader (a PyTorch
+DataLoader worker SIGKILLs itself), oom-loader (a DataLoader worker allocates until the
+supervisor's memory guard stops the cell), vanish-file and corrupt-file (TensorFlow: the
+next training file to be read is deleted, or overwritten with bytes that are no PNG).
 """
 
 import ctypes
@@ -15,6 +19,13 @@ import time
 
 VARIABLE = "DLBENCH_TEST_FAULT"
 KINDS = ("raise", "oom", "crash", "kill", "hang")
+# Done by the cell's input pipeline, not at the cell's start: inject() only arms them.
+PIPELINE_KINDS = ("kill-loader", "oom-loader", "vanish-file", "corrupt-file")
+# A pipeline fault strikes at this image: a few batches into the first epoch.
+LOADER_IMAGES = 64
+# oom-loader stops allocating here (and waits), so that a guard that missed the loader
+# workers ends the cell by its time limit instead of taking the machine's memory.
+LOADER_HOARD_CAP_MB = 4096
 # A starved input pipeline: PyTorch's image decoding sleeps this many milliseconds per image.
 DECODE_DELAY_VARIABLE = "DLBENCH_TEST_DECODE_DELAY_MS"
 
@@ -23,13 +34,23 @@ class PlantedFault(RuntimeError):
     """The exception of the `raise` fault."""
 
 
+_armed: str | None = None  # the pipeline fault of the cell being measured
+_files_opened = 0  # by its pipeline, for vanish-file and corrupt-file
+
+
 def inject(cell_id: str) -> None:
-    """Do the planted fault if one is asked for this cell; otherwise nothing."""
+    """Do the planted fault if one is asked for this cell (arm it, for a pipeline fault);
+    otherwise nothing."""
+    global _armed, _files_opened
+    _armed, _files_opened = None, 0
     spec = os.environ.get(VARIABLE)
     if not spec:
         return
     kind, _, pattern = spec.partition("@")
     if pattern and not re.fullmatch(pattern, cell_id):
+        return
+    if kind in PIPELINE_KINDS:
+        _armed = kind
         return
     if kind == "raise":
         raise PlantedFault(f"planted fault in {cell_id}")
@@ -43,7 +64,39 @@ def inject(cell_id: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
     if kind == "hang":
         time.sleep(10**6)
-    raise ValueError(f"{VARIABLE}={spec!r}: unknown fault kind; known: {', '.join(KINDS)}")
+    known = ", ".join(KINDS + PIPELINE_KINDS)
+    raise ValueError(f"{VARIABLE}={spec!r}: unknown fault kind; known: {known}")
+
+
+def pipeline_fault() -> str | None:
+    """The pipeline fault armed for the cell being measured, if any."""
+    return _armed
+
+
+def in_loader_worker(kind: str, images_read: int) -> None:
+    """A loader worker process's part of kill-loader and oom-loader: strike once it has
+    read LOADER_IMAGES images."""
+    if images_read <= LOADER_IMAGES:
+        return
+    if kind == "kill-loader":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if kind == "oom-loader":
+        _hoard = [b"\x01" * (64 << 20) for _ in range(LOADER_HOARD_CAP_MB // 64)]
+        time.sleep(10**6)
+
+
+def spoil_file(kind: str, path: bytes) -> bytes:
+    """vanish-file and corrupt-file: called with each file the pipeline is about to read
+    (from any of its threads); spoils the LOADER_IMAGES + 1-th."""
+    global _files_opened
+    _files_opened += 1
+    if _files_opened == LOADER_IMAGES + 1:
+        if kind == "vanish-file":
+            os.remove(path)
+        elif kind == "corrupt-file":
+            with open(path, "wb") as file:
+                file.write(b"this is no PNG image")
+    return path
 
 
 def decode_delay_s() -> float:

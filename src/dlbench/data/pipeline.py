@@ -36,6 +36,11 @@ MAX_WORKERS = 256
 PAD = 4
 
 
+class LoaderDied(RuntimeError):
+    """A loader worker process of the input pipeline died (killed, crashed). Not the cell's
+    own failure: it is recorded as a crash, and a re-run measures the cell again."""
+
+
 @dataclass(frozen=True)
 class Pipeline:
     name: str

@@ -5,7 +5,9 @@ Cells that cannot apply are recorded at once, without a framework. The others ar
 under the device's host-wide lock by measuring children that the supervisor watches (see
 supervisor.py); what a child cannot report itself becomes the cell's result:
 - host memory above the guard's limit → `oom`;
-- a crash or a hang past the time limit → `error` ("crashed …" / "timed out …"). Alone, the
+- a crash or a hang past the time limit → `error` ("crashed …" / "timed out …"); so does a
+  crash that the child survived and reported (a loader worker of its input pipeline
+  died: its record says `crashed`). Alone, the
   cell is kept in its failed-record file and the run exits 1, so that Snakemake marks the
   job failed and a re-run retries it. In a group, the cell's result says so, a fresh child
   measures the cells after it, and the run succeeds: failing the job would make Snakemake
@@ -13,7 +15,8 @@ supervisor.py); what a child cannot report itself becomes the cell's result:
 
 With `retry_noisy: N`, a cell whose result has a noise flag is measured again (fresh
 processes, the same lock), up to N times; the cleanest attempt is kept, and every attempt
-is recorded in its `attempts`.
+is recorded in its `attempts`. So are the earlier jobs of the cell that failed (their
+record in its failed-record file), when a job is retried.
 """
 
 import time
@@ -78,6 +81,9 @@ def run(tasks: list[Task], settings: dict, process_start: float) -> int:
             final.update(status=failure.status, reason=failure.reason)
         final["device_lock"] = lock
         final["startup"]["lock_wait_s"] = round(waited, 4)
+        earlier = _earlier_attempts(task)
+        if earlier:
+            final["attempts"] = earlier + (final.get("attempts") or [_summary(final, True)])
         keep_as_failed = failure is not None and failure.status == "error" and (
             not grouped or failure.stops_run)
         if keep_as_failed:
@@ -99,6 +105,10 @@ def _measure(tasks: list[Task], settings: dict, limits: Limits,
         records, failures = run_jobs(jobs, partial(measure_cells, settings=settings),
                                      lambda task: task.out, limits, settings["repeats"],
                                      start, annotate)
+        for task in jobs:  # a crash the child reported is a crash, as one it died of
+            crash = next((r for r in records[task] if r.pop("crashed", False)), None)
+            if crash and task not in failures:
+                failures[task] = Failure("error", crash["reason"])
         return {task: task.cell.spec.combine(records[task]) for task in jobs
                 if task not in failures}, failures
 
@@ -149,6 +159,23 @@ def _summary(record: dict, kept: bool) -> dict:
                        iterations=timing["iterations"],
                        flags=(record.get("flags") or {}).get("reasons", []))
     return summary
+
+
+def _earlier_attempts(task: Task) -> list[dict]:
+    """The attempts of the cell's earlier jobs that failed (a crash, a time limit, a stop
+    by the scheduler), as its failed-record file keeps them: a job retried (SLURM's
+    retry, a re-run) counts them in its record. Those of other parameters do not count,
+    nor the stand-in that recovery.py writes for a cell without a record (a job killed
+    outright, or never started: no attempt is known)."""
+    try:
+        earlier = result.read(task.failed_out)
+    except result.ResultError:
+        return []  # none (or unreadable: the attempt cannot be counted)
+    if earlier["params_hash"] != result.params_hash(task.cell.params()) \
+            or "device_lock" not in earlier:  # written by a job, which held the device
+        return []
+    return [{**attempt, "kept": False}
+            for attempt in earlier.get("attempts") or [_summary(earlier, False)]]
 
 
 def _done(record: dict, failed_out: Path) -> None:

@@ -6,11 +6,13 @@ after a failed one. It knows no framework and no scenario: a record is a JSON ob
 `status`, and the work is whatever function it is given.
 """
 
+import ctypes
 import itertools
 import multiprocessing
 import os
 import select
 import signal
+import sys
 import time
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
@@ -20,10 +22,12 @@ from typing import NamedTuple
 import psutil
 
 from dlbench import result
+from dlbench.launch import scheduler
 from dlbench.launch.profiler import Watch
 from dlbench.measure.sampler import GpuSampler, ProcessSampler
 
 GUARD_HZ = 10  # how often the memory guard and the time limit are checked
+_PR_SET_PDEATHSIG = 1  # prctl's option, from <linux/prctl.h>
 
 
 @dataclass(frozen=True)
@@ -149,6 +153,9 @@ def run_child(jobs: list, work: Work, record_path: Callable[[Hashable], Path], l
 
 
 def _child_main(work: Work, jobs: list, paths: list[Path], start: float, repeat: int) -> None:
+    # The child dies with the supervisor (a job SIGKILLed, by hand or by the scheduler): an
+    # orphan would measure on unwatched, holding the device lock it inherited.
+    _die_with_parent()
     # Ctrl-C reaches the whole process group; the supervisor alone handles it, so that
     # the child's death is never mistaken for a crash of the job.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -160,6 +167,17 @@ def _child_main(work: Work, jobs: list, paths: list[Path], start: float, repeat:
         # a message naming the record's own path, not this child's temporary one.
         os._exit(full.errno)
     os._exit(0)  # no interpreter teardown: frameworks can hang or crash in it
+
+
+def _die_with_parent() -> None:
+    """SIGKILL this process when its parent dies (Linux's PR_SET_PDEATHSIG; elsewhere
+    nothing), and if it died already before this was set."""
+    if not sys.platform.startswith("linux"):
+        return
+    parent = os.getppid()
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 def _child_path(path: Path) -> Path:
@@ -179,8 +197,7 @@ class _Sigterm:
 
 
 def _on_sigterm(signum, frame):
-    _Sigterm.received = ("stopped: the job received SIGTERM (cancelled, or past the "
-                         "scheduler's time limit)")
+    _Sigterm.received = scheduler.stop_reason()
     if _Sigterm.armed:
         raise _Stopped(_Sigterm.received)
 

@@ -8,6 +8,7 @@ from functools import partial
 from pathlib import Path
 
 from dlbench import env, faults, result
+from dlbench.data.pipeline import LoaderDied
 from dlbench.launch import profiler
 from dlbench.measure.memory import PhaseMemory, rss_mb
 from dlbench.measure.timing import PhaseClock
@@ -73,6 +74,11 @@ def _measure(task, settings: dict, clock: PhaseClock, backend) -> tuple[object, 
         details = {**backend.versions(), **measured.pop("details", {})}
         return backend, {"status": "ok", "reason": None, "threads": threads, "memory": memory,
                          "arithmetic": arithmetic, "details": details, **measured}
+    except LoaderDied as exc:
+        traceback.print_exc()
+        # A crash of a process of the cell, as if the measuring process had died: the
+        # supervisor's caller keeps it as a failure, and a re-run measures it again.
+        return backend, {"status": "error", "reason": f"crashed: {exc}", "crashed": True}
     except Exception as exc:
         traceback.print_exc()
         oom = backend is not None and backend.is_out_of_memory(exc)

@@ -39,8 +39,9 @@ say(f"Every cell keeps all its per-iteration times and gives its median with a 9
     "; **interval not reached** when its interval never got within `target_ci` before "
     "`max_duration_s`; and **not one graph** when torch.compile split it or compiled it "
     "again. `measurement.retry_noisy` measures the noise-flagged cells again and keeps the "
-    "cleanest attempt (*attempts*). The supervising process sampled the cell's CPU use and "
-    "the machine's load at ~100 Hz while it ran.")
+    "cleanest attempt; *attempts* counts these and the cell's earlier jobs that failed (a "
+    "crash, a job stopped by the scheduler). The supervising process sampled the cell's CPU "
+    "use and the machine's load at ~100 Hz while it ran.")
 
 # %%
 measured = quality(ok)

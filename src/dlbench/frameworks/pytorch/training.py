@@ -6,6 +6,7 @@ under each recipe and precision, and evaluation with dropout off."""
 # when they load.
 from dlbench.frameworks.pytorch.backend import InductorCaches, PyTorchBackend  # isort: split
 
+import signal
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,7 +19,7 @@ from dlbench import faults
 from dlbench.catalogue.optimizers import Optimizer
 from dlbench.catalogue.recipes import Optimization
 from dlbench.data import decode, read_png
-from dlbench.data.pipeline import PAD, Pipeline
+from dlbench.data.pipeline import PAD, LoaderDied, Pipeline
 from dlbench.frameworks.pytorch import dynamo
 from dlbench.models.vision import CNN
 
@@ -87,6 +88,7 @@ class PngDataset(torch.utils.data.Dataset):
         self.std = np.asarray(std, np.float32) * 255
         self.cache = cache
         self.delay_s = faults.decode_delay_s()
+        self.fault, self.images_read = faults.pipeline_fault(), 0
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -102,6 +104,9 @@ class PngDataset(torch.utils.data.Dataset):
         return pixels
 
     def __getitem__(self, index: int):
+        if self.fault and (worker := torch.utils.data.get_worker_info()) and worker.id == 0:
+            self.images_read += 1  # this worker's copy of the dataset counts its own
+            faults.in_loader_worker(self.fault, self.images_read)
         pixels = self._decode(index)
         if self.augment:  # torch's RNG: seeded per worker and epoch by the DataLoader
             y, x = torch.randint(0, 2 * PAD + 1, (2,)).tolist()
@@ -112,6 +117,24 @@ class PngDataset(torch.utils.data.Dataset):
         normal = (pixels.astype(np.float32) - self.mean) / self.std
         return torch.from_numpy(np.ascontiguousarray(normal.transpose(2, 0, 1))), \
             self.entries[index][1]
+
+
+def _report_dead_workers_as_loader_died() -> None:
+    """DataLoader's SIGCHLD handler raises a RuntimeError, wherever the main process is, as
+    soon as a worker dies; wrap it so that the error is a LoaderDied (a crash, not the
+    cell's own failure). Once per process."""
+    dataloader_handler = signal.getsignal(signal.SIGCHLD)
+    if not callable(dataloader_handler) or getattr(dataloader_handler, "wrapped", False):
+        return
+
+    def handler(signum, frame):
+        try:
+            dataloader_handler(signum, frame)
+        except RuntimeError as exc:
+            raise LoaderDied(f"a loader worker died: {exc}".strip()) from exc
+
+    handler.wrapped = True
+    signal.signal(signal.SIGCHLD, handler)
 
 
 class PyTorchTraining:
@@ -156,7 +179,22 @@ class PyTorchTraining:
             dataset, batch_size=batch, shuffle=True, drop_last=True, generator=generator,
             num_workers=workers, pin_memory=pipeline.pin, persistent_workers=workers > 0,
             prefetch_factor=pipeline.ahead or None)
-        return lambda epoch: iter(loader)
+        if not workers:
+            return lambda epoch: iter(loader)
+
+        def epoch(_: int) -> Iterator:
+            iterator = iter(loader)  # starts the workers and DataLoader's SIGCHLD handler
+            _report_dead_workers_as_loader_died()
+            try:
+                yield from iterator
+            except LoaderDied:  # raised by the SIGCHLD handler below
+                raise
+            except RuntimeError as exc:  # a dead worker found while waiting for a batch
+                if "DataLoader worker" in str(exc):
+                    raise LoaderDied(f"a loader worker died: {exc}".strip()) from exc
+                raise
+
+        return epoch
 
     def _memory_pipeline(self, manifest: dict, batch: int, seed: int):
         images, labels = decode(manifest, "train")

@@ -6,6 +6,8 @@ tf.function, XLA) in each precision, and evaluation with dropout off."""
 # when they load.
 from dlbench.frameworks.tensorflow.backend import TensorFlowBackend  # isort: split
 
+import itertools
+import re
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -104,6 +106,17 @@ def keras_weights(weights: dict[str, np.ndarray], spec: CNN, data_format: str) -
     return out
 
 
+class InputFileError(RuntimeError):
+    """A file of the data set vanished or does not decode: the cell's `error`."""
+
+
+def _op_problem(message: str) -> str:
+    """An op error's own words, without tf.data's prefixes (the function node, the
+    iterator's chain of transformations)."""
+    message = re.sub(r"^\{\{function_node [^}]*\}\}\s*", "", message.splitlines()[0])
+    return re.sub(r"^Error in user-defined function .*? with iterator: \S+: ", "", message)
+
+
 class DecodedCache:
     """Decoded images kept for the whole pipeline, filled as images are first decoded: as
     PyTorch's SharedCache (tf.data's `cache()` would need the whole set read before the
@@ -179,8 +192,18 @@ class TensorFlowTraining:
             time.sleep(delay_s)
             return image
 
+        fault = faults.pipeline_fault()
+        if fault not in ("vanish-file", "corrupt-file"):
+            fault = None
+
+        def spoil(path):  # a file deleted or corrupted mid-epoch, for tests only
+            return faults.spoil_file(fault, path.numpy())
+
         def decode_one(index):
-            image = tf.io.decode_png(tf.io.read_file(paths[index]), channels=3)
+            path = paths[index]
+            if fault:
+                path = tf.ensure_shape(tf.py_function(spoil, [path], tf.string), ())
+            image = tf.io.decode_png(tf.io.read_file(path), channels=3)
             if delay_s:
                 image = tf.py_function(slow, [image], tf.uint8)
             return tf.ensure_shape(image, shape)
@@ -199,14 +222,24 @@ class TensorFlowTraining:
             dataset = dataset.prefetch(pipeline.workers * pipeline.ahead)
         dataset = dataset.with_options(file_pipeline_options())
 
-        def epoch(_: int) -> Iterator:
-            try:
-                for x, y in dataset:
-                    yield self._layout(x), y
-            except (tf.errors.InvalidArgumentError, tf.errors.NotFoundError,
-                    tf.errors.DataLossError) as error:
-                # decode_png's error does not name the file: find the one that fails.
-                raise damaged_file_error(manifest, error) from None
+        def epoch(number: int) -> Iterator:
+            batches = iter(dataset)
+            for done in itertools.count():
+                try:
+                    x, y = next(batches)
+                except StopIteration:
+                    return
+                except (tf.errors.NotFoundError, tf.errors.InvalidArgumentError,
+                        tf.errors.DataLossError) as exc:
+                    where = f"epoch {number + 1}, after {done} batches"
+                    # decode_png's error does not name the file: a scan of the set does.
+                    named = damaged_file_error(manifest, exc)
+                    if named is not exc:
+                        raise type(named)(f"{named} ({where})") from None
+                    raise InputFileError(
+                        f"a training file could not be read or decoded ({where}): "
+                        f"{type(exc).__name__}: {_op_problem(exc.message)}") from exc
+                yield self._layout(x), y
 
         return epoch
 
