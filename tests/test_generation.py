@@ -141,6 +141,7 @@ def run_cell(out, shared, framework: str, optimization: str, **env: str) -> dict
 CELLS = [("pytorch", "eager"), ("tensorflow", "xla"), ("jax", "jit")]
 
 
+@pytest.mark.slow  # real `dlbench run` processes (~20 s each): left out of the quick subset
 @pytest.mark.parametrize(("framework", "optimization"), CELLS)
 def test_one_cell_per_framework_generates_the_reference_ids(tmp_path, shared, framework,
                                                             optimization):
@@ -166,6 +167,7 @@ def test_one_cell_per_framework_generates_the_reference_ids(tmp_path, shared, fr
             record["timing"]["median_ms"] - generation["first_token_ms"], rel=0.05, abs=0.05)
 
 
+@pytest.mark.slow
 def test_a_planted_wrong_token_fails_the_check(tmp_path, shared):
     record = run_cell(tmp_path / "cell.json", shared, "pytorch", "planted-error",
                       **{recipes.TEST_RECIPES_VARIABLE: "1"})

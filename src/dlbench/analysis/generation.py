@@ -89,11 +89,10 @@ def tokens_per_s(cells: pd.DataFrame) -> pd.DataFrame:
     ok = cells[cells["scenario"].eq(SCENARIO) & cells["status"].eq("ok") & ~_wrong(cells)]
     frame = ok[["framework", "optimization", "model", "seqlen", "new_tokens", "batch",
                 "tokens_per_s"]].copy()
-    interval = ok.get("generation_tokens_per_s_ci95")
-    frame["low"] = [v[0] if v is not None and len(v) == 2 else None
-                    for v in (interval if interval is not None else [None] * len(ok))]
-    frame["high"] = [v[1] if v is not None and len(v) == 2 else None
-                     for v in (interval if interval is not None else [None] * len(ok))]
+    # The summary splits the record's interval [low, high] into two columns.
+    for side in ("low", "high"):
+        column = f"generation_tokens_per_s_ci95_{side}"
+        frame[side] = ok[column] if column in ok else float("nan")
     return frame.sort_values(["model", "seqlen", "framework", "optimization", "batch"])
 
 
