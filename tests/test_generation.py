@@ -138,7 +138,8 @@ def run_cell(out, shared, framework: str, optimization: str, **env: str) -> dict
 
 # Each framework's recipe: its steps exposed (PyTorch, TensorFlow eager), or one compiled
 # call (TensorFlow XLA, JAX jit).
-CELLS = [("pytorch", "eager"), ("tensorflow", "xla"), ("jax", "jit")]
+CELLS = [("pytorch", "eager"), ("pytorch", "static-cache"), ("tensorflow", "xla"),
+         ("jax", "jit")]
 
 
 @pytest.mark.slow  # real `dlbench run` processes (~20 s each): left out of the quick subset
@@ -165,6 +166,19 @@ def test_one_cell_per_framework_generates_the_reference_ids(tmp_path, shared, fr
         assert generation["per_position_ms"] is None and generation["traces"] == 1
         assert generation["per_token_ms"] * (NEW - 1) == pytest.approx(
             record["timing"]["median_ms"] - generation["first_token_ms"], rel=0.05, abs=0.05)
+
+
+@pytest.mark.slow
+def test_torch_compile_recompiles_only_in_the_warm_up(tmp_path, shared):
+    """The static cache under torch.compile: the prompt's and the decoding step's graphs at
+    the first generation, one recompilation at the second (the warm-up, at least two
+    generations for a compiled recipe), none in the timed loop; the same ids."""
+    record = run_cell(tmp_path / "cell.json", shared, "pytorch", "compile")
+    assert record["status"] == "ok", record["reason"]
+    assert record["correctness"]["within_tolerance"] is True
+    assert record["timing"]["warmup_iterations"] >= 2
+    assert record["compilation"]["graph_breaks"] == 0
+    assert record["compilation"]["recompiles_after_second_call"] == 0
 
 
 @pytest.mark.slow
