@@ -88,6 +88,17 @@ def reference_output(model: str, batch: Value, seqlen: Value) -> str:
     return f"{reference_dir(model)}/{reference_output_name(batch, seqlen)}"
 
 
+def reference_generation(model: str, batch: Value, prompt: Value, new_tokens: Value) -> str:
+    """The reference's generated ids (PyTorch eager fp32 on the CPU, greedy) of a model,
+    batch, prompt length and number of new tokens."""
+    return f"{reference_dir(model)}/generation_b{batch}_p{prompt}_n{new_tokens}.npz"
+
+
+def reference_generation_log(model: str, batch: Value, prompt: Value,
+                             new_tokens: Value) -> str:
+    return f"{LOGS}/reference/{model}_generation_b{batch}_p{prompt}_n{new_tokens}.log"
+
+
 def weights_log(model: str) -> str:
     return f"{LOGS}/reference/{model}_weights.log"
 

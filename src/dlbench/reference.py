@@ -4,6 +4,9 @@
   cells load them, and so do TensorFlow cells, without importing torch.
 - `output`: PyTorch eager in fp32 on the CPU, on those weights and the cells' token ids,
   once per (model, batch, length): the reference every cell's output is compared with.
+- `generation`: the ids that PyTorch eager fp32 generates greedily on the CPU from those
+  weights and the seeded prompt, once per (model, batch, prompt length, new tokens): the
+  reference of every generation cell, token for token.
 
 Both hold the CPU's device lock while they compute, so that they never overlap a timing
 cell. Usage: python -m dlbench.reference weights|output … (the workflow's reference rules).
@@ -63,24 +66,44 @@ def write_output(model: str, batch: int, seqlen: int, seed: int, weights: Path, 
     save_reference(out, output, ids, dict(spec.params))
 
 
+def write_generation(model: str, batch: int, prompt: int, new_tokens: int, seed: int,
+                     weights: Path, out: Path, threads: int) -> None:
+    """The generation scenario's reference: the ids that the reference framework's eager
+    fp32 greedy generation gives (dlbench.scenarios.generation)."""
+    from dlbench.measure.correctness import save_reference
+    from dlbench.scenarios.generation import reference_ids
+
+    env.set_thread_variables(threads)
+    with devices.exclusive("cpu"):
+        ids, prompt_ids = reference_ids(model, batch, prompt, new_tokens, seed, weights,
+                                        threads)
+    save_reference(out, ids, prompt_ids, dict(get_model(model).params))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dlbench.reference", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
-    for name in ("weights", "output"):
+    for name in ("weights", "output", "generation"):
         sub = commands.add_parser(name)
         sub.add_argument("--model", required=True, choices=list(MODELS))
         sub.add_argument("--seed", type=int, default=0)
         sub.add_argument("--threads", type=int, default=2)
         sub.add_argument("--out", required=True, type=Path)
-        if name == "output":
+        if name in ("output", "generation"):
             sub.add_argument("--batch", required=True, type=int)
-            sub.add_argument("--seqlen", required=True, type=int)
+            sub.add_argument("--seqlen", required=True, type=int,
+                             help="the sequence length (generation: the prompt's)")
             sub.add_argument("--weights", required=True, type=Path)
+        if name == "generation":
+            sub.add_argument("--new-tokens", required=True, type=int)
     args = parser.parse_args(argv)
     start = time.perf_counter()
     if args.command == "weights":
         write_weights(args.model, args.seed, args.out, args.threads)
+    elif args.command == "generation":
+        write_generation(args.model, args.batch, args.seqlen, args.new_tokens, args.seed,
+                         args.weights, args.out, args.threads)
     else:
         write_output(args.model, args.batch, args.seqlen, args.seed, args.weights, args.out,
                      args.threads)

@@ -277,7 +277,8 @@ REFERENCED = [cell for cell in CELLS.values()
 
 def reference_constraint(field):
     """A wildcard constraint admitting exactly the values of `field` among those cells."""
-    values = [cell.model if field == "model" else cell.size(field) for cell in REFERENCED]
+    values = [cell.model if field == "model" else cell.size(field) for cell in REFERENCED
+              if field == "model" or field in dict(cell.sizes)]
     return alternatives(values) or "^$"
 
 

@@ -56,6 +56,8 @@ TRAINING = Scope(
     ),
     reason_suffix=" training",
 )
+# Text generation: a decoder's greedy decoding of a fixed number of new tokens.
+GENERATION = Scope(("generation",), ("fp32", "bf16"), reason_suffix=" generation")
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,8 @@ class Recipe:
     gpu_graph_warmup: int = 0
     # Inductor options of the compile recipes on the CPU (torch._inductor.config).
     inductor_cpu: tuple[tuple[str, object], ...] = ()
-    # Multiplies the output by this factor: a deliberately wrong answer (tests only).
+    # Multiplies the output by this factor: a deliberately wrong answer (tests only; in
+    # generation, any value changes one generated token).
     perturb: float | None = None
     # -- knobs of training recipes -------------------------------------------------------
     # The recipe changes the layout of convolutions: meaningless without them.
@@ -120,6 +123,8 @@ EAGER_TRAINING = Recipe("eager", "the framework's default: PyTorch eager in NCHW
 TEST_RECIPES = (
     Recipe("planted-error", "eager with its output scaled by 1.01 (tests the check)",
            INFERENCE, precisions=("fp32",), perturb=1.01),
+    Recipe("planted-error", "eager with one generated token changed (tests the token check)",
+           GENERATION, precisions=("fp32",), perturb=1.0),
 )
 
 

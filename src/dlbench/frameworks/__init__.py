@@ -20,6 +20,7 @@ from dlbench.catalogue.precisions import PRECISIONS
 if TYPE_CHECKING:  # for annotations only: the registry beside this stays light
     from dlbench.measure.memory import DevicePeaks
     from dlbench.measure.timing import DeviceTimer
+    from dlbench.scenarios.generation_ops import GenerationOps
     from dlbench.scenarios.inference_ops import InferenceOps
     from dlbench.scenarios.train_step_ops import TrainStepOps
     from dlbench.scenarios.training_ops import TrainingOps
@@ -92,6 +93,8 @@ def load_ops(backend: Backend, scenario: Literal["inference"]) -> "InferenceOps"
 def load_ops(backend: Backend, scenario: Literal["training"]) -> "TrainingOps": ...
 @overload
 def load_ops(backend: Backend, scenario: Literal["train_step"]) -> "TrainStepOps": ...
+@overload
+def load_ops(backend: Backend, scenario: Literal["generation"]) -> "GenerationOps": ...
 @overload
 def load_ops(backend: Backend, scenario: str) -> object: ...  # a plugin's scenario
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 PLUGINS_VARIABLE = "DLBENCH_PLUGINS"
-BUILT_IN = ("inference", "training", "train_step")
+BUILT_IN = ("inference", "training", "train_step", "generation")
 
 _REGISTRY: dict[str, Any] = {}  # name → dlbench.scenarios.Scenario
 _loaded = False

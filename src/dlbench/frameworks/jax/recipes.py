@@ -1,7 +1,7 @@
 """JAX's recipes, declared for dlbench.catalogue.recipes (implemented in the scenario modules
 beside this one). A light module: it imports no framework."""
 
-from dlbench.catalogue.recipes import EAGER_INFERENCE, INFERENCE, TRAINING, Recipe
+from dlbench.catalogue.recipes import EAGER_INFERENCE, GENERATION, INFERENCE, TRAINING, Recipe
 
 RECIPES = (
     # -- inference ---------------------------------------------------------------------------
@@ -13,4 +13,9 @@ RECIPES = (
     # Only jit: a JAX training step op by op is not what anyone runs, and train_step's JAX
     # operations always compile.
     Recipe("jit", "the training step's functions under jax.jit: XLA", TRAINING, compiled=True),
+    # -- generation ---------------------------------------------------------------------------
+    # Only jit: Flax's generate() op by op re-traces its jitted helpers at every step.
+    Recipe("jit", "generate() of the Flax model under jax.jit, weights as arguments: one XLA "
+           "program for the prompt and every decoding step (bf16: the Flax modules' "
+           "computation dtype, weights float32)", GENERATION, compiled=True),
 )

@@ -1,7 +1,14 @@
 """PyTorch's recipes, declared for dlbench.catalogue.recipes (implemented in the scenario
 modules beside this one). A light module: it imports no framework."""
 
-from dlbench.catalogue.recipes import EAGER_INFERENCE, EAGER_TRAINING, INFERENCE, TRAINING, Recipe
+from dlbench.catalogue.recipes import (
+    EAGER_INFERENCE,
+    EAGER_TRAINING,
+    GENERATION,
+    INFERENCE,
+    TRAINING,
+    Recipe,
+)
 
 # Inductor's recommended settings for CPU inference: weights frozen into constants, which
 # lets it constant-fold them and prepack them for oneDNN, and which its CPU GEMM templates
@@ -47,4 +54,12 @@ RECIPES = (
     Recipe("foreach", "the optimizer's multi-tensor (foreach) implementation", TRAINING),
     Recipe("fused", "the optimizer's fused implementation (one kernel for the whole update)",
            TRAINING),
+    # -- generation (greedy decoding; bf16: the model's weights in bfloat16) -----------------
+    Recipe("eager", "generate() op by op with the dynamic (growing) key-value cache",
+           GENERATION),
+    Recipe("static-cache", "generate() with a static (preallocated) key-value cache, not "
+           "compiled", GENERATION),
+    Recipe("compile", "static key-value cache and torch.compile of the model's forward (the "
+           "decoding step), as transformers' docs recommend", GENERATION, compiled=True,
+           compile_mode="default"),
 )

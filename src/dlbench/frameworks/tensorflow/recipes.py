@@ -1,7 +1,14 @@
 """TensorFlow's recipes, declared for dlbench.catalogue.recipes (implemented in the
 scenario modules beside this one). A light module: it imports no framework."""
 
-from dlbench.catalogue.recipes import EAGER_INFERENCE, EAGER_TRAINING, INFERENCE, TRAINING, Recipe
+from dlbench.catalogue.recipes import (
+    EAGER_INFERENCE,
+    EAGER_TRAINING,
+    GENERATION,
+    INFERENCE,
+    TRAINING,
+    Recipe,
+)
 
 RECIPES = (
     # -- inference ---------------------------------------------------------------------------
@@ -20,4 +27,10 @@ RECIPES = (
     Recipe("channels-first", "convolutions in channels_first (NCHW)", TRAINING,
            gpu_only="TensorFlow's CPU convolution and pooling kernels support only NHWC "
            "(channels_last)", convolutions_only=True),
+    # -- generation (greedy decoding; bf16: the mixed_bfloat16 policy) ----------------------
+    Recipe("eager", "generate() eagerly, token by token from Python", GENERATION),
+    Recipe("graph", "generate() inside one tf.function (a graph with a while loop)",
+           GENERATION, compiled=True),
+    Recipe("xla", "generate() inside tf.function(jit_compile=True): one XLA program for the "
+           "prompt and every decoding step", GENERATION, compiled=True),
 )

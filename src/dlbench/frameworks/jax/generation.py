@@ -1,0 +1,94 @@
+"""JAX text generation: transformers' Flax causal-LM classes and their `generate()`,
+greedy, a fixed number of new tokens, under jax.jit with the weights as arguments (`jit`:
+XLA compiles the prompt and every decoding step into one program at the first call), in
+fp32 or with the Flax modules computing in bfloat16 (weights float32). Generation is one
+compiled call: the first token is timed by the prompt's forward pass and its greedy
+choice, jitted alike."""
+
+# The backend first: it sets the environment that transformers and JAX read when they
+# load.
+from dlbench.frameworks.jax.backend import JaxBackend  # isort: split
+
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import transformers
+
+from dlbench.catalogue.recipes import Optimization
+from dlbench.frameworks.jax.inference import _DTYPES, Model, _load_pytorch_weights
+from dlbench.models import ModelSpec
+from dlbench.scenarios.generation_ops import Decoder
+
+# The causal-LM class of each decoder family (its head tied to the word embeddings).
+LM_CLASSES = {"gpt2": "FlaxGPT2LMHeadModel"}
+
+
+class JaxGeneration:
+    def __init__(self, backend: JaxBackend):
+        self.backend = backend
+        self._jitted = None
+
+    def build(self, spec: ModelSpec, seed: int, optimization: Optimization,
+              weights: Path | None = None) -> Model:
+        """The causal LM on the device: PyTorch's shared weights of the base model (the
+        head is tied to the word embeddings) if given, else random from the seed."""
+        config = getattr(transformers, spec.classes.config_class)(**spec.params)
+        dtype = _DTYPES.get(optimization.precision.name, jnp.float32)
+        flax_model = getattr(transformers, LM_CLASSES[spec.family])(
+            config, seed=seed, dtype=dtype, _do_init=weights is None)
+        params = (flax_model.params if weights is None
+                  else _load_pytorch_weights(flax_model, Path(weights)))
+        params = jax.block_until_ready(jax.device_put(params, self.backend.device))
+        return Model(flax_model, params)
+
+    def inputs(self, token_ids: np.ndarray) -> dict:
+        ids = jax.device_put(np.asarray(token_ids, dtype=np.int32), self.backend.device)
+        return {"input_ids": ids, "attention_mask": jnp.ones_like(ids)}
+
+    def decoder(self, model: Model, inputs: dict, new_tokens: int,
+                optimization: Optimization) -> Decoder:
+        flax_model, hold = model.flax_model, self.backend.hold
+        options = dict(do_sample=False, num_beams=1, max_new_tokens=new_tokens,
+                       min_new_tokens=new_tokens, eos_token_id=None,
+                       pad_token_id=flax_model.config.eos_token_id)
+
+        # The weights and the prompt are arguments, not constants a compiler could fold.
+        @jax.jit
+        def whole(params, input_ids, attention_mask):
+            return flax_model.generate(input_ids, attention_mask=attention_mask,
+                                       params=params, **options).sequences
+
+        @jax.jit
+        def first(params, input_ids, attention_mask):
+            batch, length = input_ids.shape
+            cache = flax_model.init_cache(batch, length)
+            positions = jnp.broadcast_to(jnp.arange(length)[None, :], (batch, length))
+            out = flax_model(input_ids, attention_mask=attention_mask, params=params,
+                             position_ids=positions, past_key_values=cache)
+            return jnp.argmax(out.logits[:, -1], axis=-1), out.past_key_values
+
+        self._jitted = whole
+        return Decoder(
+            call=lambda: hold(whole(model.params, **inputs)),
+            first=lambda: hold(first(model.params, **inputs)),
+            how="generate() under jax.jit: one XLA program; the first token: the prompt's "
+                "forward pass (with its cache) and argmax, jitted alike",
+            traces=whole._cache_size)
+
+    def new_ids(self, output, prompt_length: int) -> np.ndarray:
+        return np.asarray(output[:, prompt_length:]).astype(np.int64)
+
+    def compilation(self) -> None:
+        return None
+
+    def versions(self) -> dict[str, str]:
+        return {"transformers": transformers.__version__}
+
+    def release(self) -> None:
+        self._jitted = None
+
+
+def make_ops(backend: JaxBackend) -> JaxGeneration:
+    return JaxGeneration(backend)

@@ -1,0 +1,135 @@
+"""PyTorch text generation: transformers' causal-LM classes and `generate()`, greedy, a
+fixed number of new tokens; eager (the dynamic key-value cache), static-cache (a
+preallocated cache, not compiled) and compile (the static cache and torch.compile of the
+model's forward, the decoding step, as transformers' docs recommend), each in fp32 or with
+the model in bfloat16. Every decoding step is timestamped by a logits processor (after the
+device's synchronization): generate's loop runs in Python in every recipe."""
+
+# The backend first: it sets the environment that transformers and the framework read
+# when they load.
+from dlbench.frameworks.pytorch.backend import InductorCaches, PyTorchBackend  # isort: split
+
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import transformers
+
+from dlbench.catalogue.recipes import Optimization
+from dlbench.frameworks.pytorch import dynamo
+from dlbench.frameworks.pytorch.inference import _check_loading
+from dlbench.models import ModelSpec
+from dlbench.scenarios.generation_ops import Decoder
+
+# The causal-LM class of each decoder family (its head tied to the word embeddings).
+LM_CLASSES = {"gpt2": "GPT2LMHeadModel"}
+_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+
+
+class _Stamps(transformers.LogitsProcessor):
+    """Notes the time at which each step's logits are ready (after synchronizing)."""
+
+    def __init__(self, synchronize):
+        self.synchronize = synchronize
+        self.times: list[float] = []
+
+    def __call__(self, input_ids, scores):
+        self.synchronize()
+        self.times.append(time.perf_counter())
+        return scores
+
+
+class PyTorchGeneration:
+    def __init__(self, backend: PyTorchBackend):
+        self.backend = backend
+        self.device = backend.device
+        self.caches = InductorCaches()
+        self._compiled = False
+        self._counts: list[dict] = []  # the compiler's counts after the first calls
+
+    def build(self, spec: ModelSpec, seed: int, optimization: Optimization,
+              weights: Path | None = None) -> torch.nn.Module:
+        """The causal LM on the device in the cell's dtype: the base model's shared
+        weights (the head is tied to the word embeddings), else random from the seed."""
+        config = getattr(transformers, spec.classes.config_class)(**spec.params)
+        model_class = getattr(transformers, LM_CLASSES[spec.family])
+        if weights is None:
+            torch.manual_seed(seed)
+            model = model_class(config)
+        else:
+            if not Path(weights).is_file():
+                raise FileNotFoundError(f"weights file {weights} does not exist")
+            model, info = model_class.from_pretrained(
+                Path(weights).parent, config=config, local_files_only=True,
+                use_safetensors=True, output_loading_info=True)
+            # The base model's file has no head: it is tied, not missing.
+            info["missing_keys"] = [k for k in info["missing_keys"] if k != "lm_head.weight"]
+            _check_loading(info, weights)
+        dtype = _DTYPES[optimization.precision.name]
+        return model.eval().to(self.device, dtype=dtype)
+
+    def inputs(self, token_ids: np.ndarray) -> dict:
+        ids = torch.from_numpy(token_ids).to(self.device)
+        return {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
+
+    def decoder(self, model: torch.nn.Module, inputs: dict, new_tokens: int,
+                optimization: Optimization) -> Decoder:
+        recipe = optimization.recipe.name
+        stamps = _Stamps(self.backend.synchronize)
+        options = dict(do_sample=False, num_beams=1, max_new_tokens=new_tokens,
+                       min_new_tokens=new_tokens, eos_token_id=None,
+                       pad_token_id=model.config.eos_token_id,
+                       # static-cache stays uncompiled (generate compiles it on a GPU)
+                       disable_compile=True,
+                       logits_processor=transformers.LogitsProcessorList([stamps]))
+        how = "generate(), greedy, the dynamic key-value cache, op by op"
+        if recipe in ("static-cache", "compile"):
+            options["cache_implementation"] = "static"
+            how = "generate(), greedy, a static key-value cache, op by op"
+        if recipe == "compile":
+            self.caches.fresh()
+            dynamo.start()
+            self._compiled = True
+            model.forward = torch.compile(model.forward,
+                                          mode=optimization.recipe.compile_mode)
+            how = ("generate(), greedy, a static key-value cache, the model's forward "
+                   "(prompt and each decoding step) compiled by torch.compile")
+
+        def call():
+            stamps.times = []
+            with torch.inference_mode():
+                output = model.generate(**inputs, **options)
+            if self._compiled and len(self._counts) < 2:
+                self._counts.append(dynamo.compilation())
+            return output
+
+        return Decoder(call=call, how=how, stamps=lambda: list(stamps.times))
+
+    def new_ids(self, output: torch.Tensor, prompt_length: int) -> np.ndarray:
+        return output[:, prompt_length:].cpu().numpy()
+
+    def compilation(self) -> dict | None:
+        """torch.compile's graphs, breaks and recompilations of the cell, and the
+        recompilations after the first and after the second generation (the prompt's and
+        the decoding step's shapes differ, so the first generation compiles at least
+        twice; the scenario warms up with two generations, so that none lands in the
+        timed loop)."""
+        if not self._compiled:
+            return None
+        final = dynamo.compilation()
+        counts = self._counts + [final] * (2 - len(self._counts))
+        return {**final,
+                "recompiles_after_first_call": final["recompiles"] - counts[0]["recompiles"],
+                "recompiles_after_second_call": final["recompiles"] - counts[1]["recompiles"]}
+
+    def versions(self) -> dict[str, str]:
+        return {"transformers": transformers.__version__}
+
+    def release(self) -> None:
+        self.caches.release()
+        self._compiled, self._counts = False, []
+
+
+def make_ops(backend: PyTorchBackend) -> PyTorchGeneration:
+    return PyTorchGeneration(backend)

@@ -1,0 +1,132 @@
+"""TensorFlow text generation: transformers' TensorFlow causal-LM classes (tf-keras) and
+their `generate()`, greedy, a fixed number of new tokens; eager (Python's loop, each step
+timestamped by a logits processor), graph (generate inside one tf.function) and xla
+(tf.function(jit_compile=True): one XLA program), each in fp32 or under the
+mixed_bfloat16 policy. A compiled recipe traces once per shape: a cell has one prompt
+length, and the traces it made are recorded (more than one would be a retrace)."""
+
+# The backend first: it sets the environment that transformers and the framework read
+# when they load.
+from dlbench.frameworks.tensorflow.backend import TensorFlowBackend  # isort: split
+
+import time
+from pathlib import Path
+
+import numpy as np
+import tensorflow as tf
+import transformers
+
+from dlbench.catalogue.recipes import Optimization
+from dlbench.frameworks.tensorflow.inference import _POLICIES, _load_pytorch_weights
+from dlbench.models import ModelSpec
+from dlbench.scenarios.generation_ops import Decoder
+
+# The causal-LM class of each decoder family (its head tied to the word embeddings).
+LM_CLASSES = {"gpt2": "TFGPT2LMHeadModel"}
+
+
+class _Stamps(transformers.TFLogitsProcessor):
+    """Notes the time at which each step's logits are ready (eager only: a traced
+    function would note the time of its tracing)."""
+
+    def __init__(self):
+        self.times: list[float] = []
+
+    def __call__(self, input_ids, scores, cur_len):
+        scores.numpy()  # the step's work done, not only queued
+        self.times.append(time.perf_counter())
+        return scores
+
+
+class TensorFlowGeneration:
+    def __init__(self, backend: TensorFlowBackend):
+        self.backend = backend
+
+    def build(self, spec: ModelSpec, seed: int, optimization: Optimization,
+              weights: Path | None = None):
+        """The causal LM on the device: PyTorch's shared weights of the base model (the
+        head is tied to the word embeddings) if given, else random."""
+        tf.keras.mixed_precision.set_global_policy(
+            _POLICIES.get(optimization.precision.name, "float32"))
+        tf.keras.utils.set_random_seed(seed)
+        config = getattr(transformers, spec.classes.config_class)(**spec.params)
+        with tf.device(self.backend.device_name):
+            model = getattr(transformers, LM_CLASSES[spec.family])(config)
+            model.build_in_name_scope()
+            if weights is not None:
+                _load_pytorch_weights(model, Path(weights))
+        return model
+
+    def inputs(self, token_ids: np.ndarray) -> dict:
+        with tf.device(self.backend.device_name):
+            ids = tf.constant(token_ids, dtype=tf.int32)
+            return {"input_ids": ids, "attention_mask": tf.ones_like(ids)}
+
+    def decoder(self, model, inputs: dict, new_tokens: int,
+                optimization: Optimization) -> Decoder:
+        recipe = optimization.recipe.name
+
+        def options(tokens: int) -> dict:
+            return dict(do_sample=False, num_beams=1, max_new_tokens=tokens,
+                        min_new_tokens=tokens, eos_token_id=None,
+                        pad_token_id=model.config.eos_token_id)
+
+        device = self.backend.device_name
+        if recipe == "eager":
+            stamps = _Stamps()
+            processors = transformers.TFLogitsProcessorList([stamps])
+
+            def call():
+                stamps.times = []
+                with tf.device(device):
+                    return model.generate(**inputs, logits_processor=processors,
+                                          **options(new_tokens))
+
+            return Decoder(call=call, how="generate(), greedy, eagerly from Python",
+                           stamps=lambda: list(stamps.times))
+        jit = recipe == "xla"
+
+        # The prompt is an argument, not a captured constant that a compiler could fold.
+        @tf.function(jit_compile=jit)
+        def whole(input_ids, attention_mask):
+            return model.generate(input_ids=input_ids, attention_mask=attention_mask,
+                                  **options(new_tokens))
+
+        # The first token alone (generate() cannot make one token under tf.function in
+        # transformers 4.57): the prompt's forward pass with its key-value cache and the
+        # greedy choice, under the same compilation.
+        @tf.function(jit_compile=jit)
+        def first(input_ids, attention_mask):
+            out = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=True,
+                        training=False)
+            return tf.argmax(out.logits[:, -1], axis=-1), out.past_key_values
+
+        def run(function):
+            def call():
+                with tf.device(device):
+                    return function(**inputs)
+            return call
+
+        how = ("generate() inside tf.function(jit_compile=True): one XLA program"
+               if jit else "generate() inside one tf.function graph") + (
+            "; the first token: the prompt's forward pass (with its cache) and argmax, "
+            "compiled alike")
+        return Decoder(call=run(whole), first=run(first), how=how,
+                       traces=whole.experimental_get_tracing_count)
+
+    def new_ids(self, output, prompt_length: int) -> np.ndarray:
+        return output[:, prompt_length:].numpy().astype(np.int64)
+
+    def compilation(self) -> None:
+        return None
+
+    def versions(self) -> dict[str, str]:
+        return {"transformers": transformers.__version__}
+
+    def release(self) -> None:
+        tf.keras.backend.clear_session()
+        tf.keras.mixed_precision.set_global_policy("float32")
+
+
+def make_ops(backend: TensorFlowBackend) -> TensorFlowGeneration:
+    return TensorFlowGeneration(backend)

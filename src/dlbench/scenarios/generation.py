@@ -1,0 +1,393 @@
+"""Text generation: a decoder's greedy decoding of a fixed number of new tokens.
+
+Cells: framework × model × device × batch × prompt length × new tokens × optimization
+(the generation recipes of dlbench.catalogue.recipes). A cell builds the model with its
+language-model head (tied to the word embeddings) from the shared seeded weights, takes
+the same seeded prompt token ids as every framework (inference's random ordinary ids) and
+generates exactly `new_tokens` tokens greedily (min = max new tokens, no stop at the
+end-of-text token). One timed iteration is one whole generation: the first call (tracing,
+compilation) is timed on its own, then the warm-up and the timed loop, as in inference.
+
+Beside the whole generation's latency, a cell records the time to the first token (the
+prompt's forward pass and the first token) and the time per output token: where the
+framework exposes each decoding step (op by op, Python's loop), every step is timestamped
+and the record keeps the time of each position; where generation is one compiled call,
+the first token is timed by a one-token generation of the same recipe, and the time per
+token is (whole − first token) / (new tokens − 1). The record says which.
+
+Token for token: the generated ids of the last timed call are compared with the
+reference's (PyTorch eager, fp32, on the CPU, the same weights and prompt;
+`python -m dlbench.reference generation`): in fp32 every id must be equal, and a cell that
+diverges records the first position where it did and is a wrong answer; in a reduced
+precision the first divergence and the share of equal tokens are recorded, not judged.
+"""
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from dlbench import paths
+from dlbench.catalogue import recipes
+from dlbench.frameworks import registry
+from dlbench.models import MODELS, get_model
+from dlbench.scenarios import Axis, Scenario, register
+from dlbench.scenarios._compilation import COMPILATION_SCHEMA
+from dlbench.scenarios.generation_ops import GenerationOps
+from dlbench.scenarios.inference import (
+    THROUGHPUT_SCHEMA,
+    _memory,
+    token_ids,
+    transformer_problem,
+)
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from dlbench.scenarios.cell import Cell
+
+# The registry's families whose models are decoders (a causal language model to generate
+# with): the others' cells are unsupported, with the reason.
+DECODER_FAMILIES = ("gpt2",)
+# How the time per output token was measured (the record's `generation.per_token_method`).
+STEPS, WHOLE_MINUS_FIRST = "steps", "whole_minus_first"
+# Warm-up generations of a compiled recipe, whatever measurement.warmup_iterations says:
+# torch.compile with a static cache compiled once more at the second generation (tiny-gpt2,
+# torch 2.13, transformers 4.57), which must land in the warm-up, not in the timed loop.
+COMPILED_WARMUP = 2
+
+
+def problem(cell: "Cell") -> str | None:
+    """Why a registry model cannot generate in this cell (None if it can)."""
+    spec = get_model(cell.model)
+    if spec.family not in DECODER_FAMILIES:
+        return (f"{cell.model} ({spec.family}) is not a decoder: generation needs a causal "
+                f"language model ({', '.join(DECODER_FAMILIES)} family)")
+    total = cell.size("seqlen") + cell.size("new_tokens")
+    if spec.max_positions is not None and total > spec.max_positions:
+        return (f"prompt {cell.size('seqlen')} + {cell.size('new_tokens')} new tokens exceeds "
+                f"{cell.model}'s maximum of {spec.max_positions} positions")
+    return None
+
+
+def compare_ids(ids: "np.ndarray", reference: "np.ndarray", reference_file: str | None,
+                precision: str) -> dict:
+    """The generated ids against the reference's, token for token: the first position
+    where any row diverged (None: none), the share of equal tokens and, in fp32, the
+    verdict (every id equal); reduced precisions are recorded, not judged."""
+    import numpy as np
+
+    from dlbench.measure.correctness import REFERENCE
+
+    if ids.shape != reference.shape:
+        raise ValueError(f"generated ids {ids.shape} differ in shape from the reference's "
+                         f"{reference.shape} ({reference_file})")
+    equal = ids == reference
+    diverged = ~equal.all(axis=0)
+    first = int(np.argmax(diverged)) if diverged.any() else None
+    rows = [int(np.argmax(~row)) if not row.all() else None for row in equal]
+    judged = precision == "fp32"
+    return {
+        "reference": REFERENCE, "reference_file": str(reference_file), "precision": precision,
+        "tokens": int(ids.size), "equal_tokens": int(equal.sum()),
+        "share_equal": float(equal.mean()), "first_divergence": first,
+        "first_divergence_per_row": rows,
+        "required": judged,
+        "within_tolerance": bool(first is None) if judged else None,
+        "note": ("fp32: every generated id must equal the reference's" if judged else
+                 f"{precision}: greedy decoding may take another token where two logits "
+                 "are within rounding; recorded, not judged"),
+    }
+
+
+def planted_error(ids: "np.ndarray") -> "np.ndarray":
+    """The planted-error recipe's answer (tests of the token check): the token in the
+    middle of every row changed."""
+    ids = ids.copy()
+    middle = ids.shape[1] // 2
+    ids[:, middle] = (ids[:, middle] + 1) % max(int(ids.max()) + 2, 2)
+    return ids
+
+
+class _Recorder:
+    """Wraps a decoder's call: the start of every call, and its steps' stamps after it."""
+
+    def __init__(self, decoder):
+        self.decoder = decoder
+        self.calls: list[tuple[float, list[float] | None]] = []
+
+    def __call__(self):
+        start = time.perf_counter()
+        output = self.decoder.call()
+        stamps = self.decoder.stamps() if self.decoder.stamps else None
+        self.calls.append((start, stamps))
+        return output
+
+
+def step_times(calls: list[tuple[float, list[float] | None]]) -> dict:
+    """From timestamped calls: each call's time to the first token and mean time per
+    token (their statistics and samples), and every position's median and 90th percentile
+    step time (position 1 is the second new token)."""
+    import numpy as np
+
+    from dlbench.measure.stats import summarize
+
+    first = [(stamps[0] - start) * 1e3 for start, stamps in calls]
+    steps = np.array([np.diff(stamps) * 1e3 for _, stamps in calls])
+    per_token = steps.mean(axis=1).tolist()
+    return {"first": {**summarize(first), "samples_ms": first},
+            "per_token": {**summarize(per_token), "samples_ms": per_token},
+            "per_position_ms": np.median(steps, axis=0).tolist(),
+            "per_position_p90_ms": np.percentile(steps, 90, axis=0).tolist()}
+
+
+class Generation(Scenario):
+    name = "generation"
+    ops_interface = GenerationOps
+    description = ("greedy text generation with a decoder: time to the first token, time per "
+                   "output token, end-to-end latency and tokens/s")
+    axes = (
+        Axis("batch", "batch_sizes", "b", "batch sizes (prompts generated together)"),
+        # The prompt is the cell's sequence: the axis shares inference's name (summary
+        # column, `dlbench run --seqlen`) and reads `p` in a cell id.
+        Axis("seqlen", "prompt_lengths", "p", "prompt lengths in tokens"),
+        Axis("new_tokens", "new_tokens", "n", "new tokens generated per prompt (at least 2)"),
+    )
+    summary_sections = {"throughput": "", "correctness": "correctness_",
+                        "generation": "generation_", "compilation": "compilation_"}
+
+    def models(self) -> list[str]:
+        return list(MODELS)
+
+    def validate(self, config: dict) -> list[str]:
+        section = config.get(self.name) or {}
+        few = [n for n in section.get("new_tokens", []) if n < 2]
+        return ([f"generation: new_tokens {few}: at least 2 (the time per output token is "
+                 "the time after the first)"] if few else [])
+
+    def unsupported_reason(self, cell: "Cell") -> str | None:
+        optimization = recipes.optimization(self.recipes_of, cell.optimization, cell.framework)
+        return (optimization.unsupported_reason(cell.framework, cell.device)
+                or problem(cell) or transformer_problem(cell, optimization.precision.name))
+
+    # -- the shared weights and the reference's ids (dlbench.reference) --------------------
+
+    def inputs(self, cell: "Cell") -> dict[str, str]:
+        return {"weights": paths.weights(cell.model),
+                "reference": paths.reference_generation(
+                    cell.model, cell.size("batch"), cell.size("seqlen"),
+                    cell.size("new_tokens"))}
+
+    def input_args(self, cells: list["Cell"], inputs: dict, group: bool) -> list[str]:
+        if "weights" not in inputs.keys():
+            return []
+        return [f"--weights={inputs['weights'][0]}", f"--reference={inputs['reference'][0]}"]
+
+    def add_input_options(self, parser) -> None:
+        parser.add_argument("--weights", type=Path,
+                            help="generation: shared weights (model.safetensors from "
+                            "dlbench.reference); default: random from the seed")
+        parser.add_argument("--reference", type=Path,
+                            help="generation: the reference's generated ids (.npz from "
+                            "`python -m dlbench.reference generation`)")
+
+    def task_inputs(self, args, cell: "Cell") -> dict[str, str | None]:
+        return {"weights": args.weights and str(args.weights),
+                "reference": args.reference and str(args.reference)}
+
+    # -- measuring ---------------------------------------------------------------------------
+
+    def measure(self, backend, cell: "Cell", settings: dict, clock, inputs: dict) -> dict:
+        from dlbench.frameworks import load_ops
+        from dlbench.measure.correctness import load_reference
+        from dlbench.measure.stats import summarize
+        from dlbench.measure.timing import steady_state, steady_state_and_output
+
+        spec = get_model(cell.model)
+        optimization = recipes.optimization(self.recipes_of, cell.optimization, cell.framework)
+        precision = optimization.precision.name
+        problem_ = backend.precision_problem(precision)
+        if problem_:
+            return {"status": "unsupported", "reason": problem_}
+        batch, prompt, new = cell.size("batch"), cell.size("seqlen"), cell.size("new_tokens")
+        ids = token_ids(spec, batch, prompt, settings["seed"])
+        weights, reference_file = inputs.get("weights"), inputs.get("reference")
+        if (reference_file is not None and weights is None
+                and backend.name != registry.REFERENCE_FRAMEWORK):
+            raise ValueError("a reference needs the shared weights (--weights) as well")
+        expected = (None if reference_file is None
+                    else load_reference(reference_file, ids, dict(spec.params)))
+        ops = load_ops(backend, "generation")
+        backend.reset_device_memory()
+        memory = clock.memory
+        if memory is not None:
+            memory.set_device(backend.memory_counters())
+        try:
+            model = ops.build(spec, settings["seed"], optimization, weights)
+            prompt_inputs = ops.inputs(ids)
+            start = time.perf_counter()
+            decoder = ops.decoder(model, prompt_inputs, new, optimization)
+            prepare_s = time.perf_counter() - start
+            recorder = _Recorder(decoder)
+            clock.mark("model_ready_s")
+            if memory is not None:
+                memory.end("load")
+                memory.resident("after_model")
+            timing, output = steady_state_and_output(
+                recorder, backend.synchronize, settings, clock, backend.device_timer(),
+                min_warmup=COMPILED_WARMUP if optimization.recipe.compiled else 0)
+            generated = ops.new_ids(output, prompt)
+            del output
+            timed = recorder.calls[len(recorder.calls) - timing["iterations"]:]
+            if decoder.stamps is not None:
+                steps = step_times(timed)
+                section = {"per_token_method": STEPS,
+                           "first_token": steps["first"], "per_token": steps["per_token"],
+                           "per_position_ms": steps["per_position_ms"],
+                           "per_position_p90_ms": steps["per_position_p90_ms"]}
+            else:  # one compiled call: the first token by a one-token generation
+                first = steady_state(decoder.first, backend.synchronize, settings,
+                                     _NoClock())
+                first_ms = first["median_ms"]
+                per_token = [(x - first_ms) / (new - 1) for x in timing["samples_ms"]]
+                section = {"per_token_method": WHOLE_MINUS_FIRST,
+                           "first_token": {**summarize(first["samples_ms"]),
+                                           "samples_ms": first["samples_ms"],
+                                           "cold_start_s": first["cold_start_s"]},
+                           "per_token": {**summarize(per_token), "samples_ms": per_token},
+                           "per_position_ms": None, "per_position_p90_ms": None}
+            traces = decoder.traces() if decoder.traces else None
+            compilation = ops.compilation()
+        finally:
+            ops.release()
+        if optimization.recipe.perturb is not None:
+            generated = planted_error(generated)
+        correctness = (None if expected is None else
+                       compare_ids(generated, expected, reference_file, precision))
+        compile_s = max(0.0, prepare_s + timing["cold_start_s"] - timing["median_ms"] / 1e3)
+        return {
+            "optimization": {**optimization.describe(cell.device),
+                             "description": optimization.description},
+            "timing": {"prepare_s": prepare_s, "compile_s": compile_s, **timing},
+            "throughput": throughput(cell, timing["median_ms"]),
+            "generation": {
+                "how": decoder.how, "decoding": "greedy", "new_tokens": new,
+                "prompt_length": prompt, "batch": batch,
+                "first_token_ms": section["first_token"]["median_ms"],
+                "per_token_ms": section["per_token"]["median_ms"],
+                "tokens_per_s_ci95": _tokens_interval(batch * new, timing),
+                "traces": traces, **section,
+                "ids_first_row": generated[0].tolist(),
+            },
+            "correctness": correctness,
+            "compilation": compilation,
+            "memory": _memory(backend, memory),
+            "details": ops.versions(),
+        }
+
+    def combine(self, records: list[dict]) -> dict:
+        final = super().combine(records)
+        if len(records) > 1 and final["status"] == "ok":
+            cell = _cell(final["params"])
+            final["throughput"] = throughput(cell, final["timing"]["median_ms"])
+            final["generation"]["tokens_per_s_ci95"] = _tokens_interval(
+                cell.size("batch") * cell.size("new_tokens"), final["timing"])
+        return final
+
+    # -- its part of the result schema -------------------------------------------------------
+
+    def result_schema(self) -> dict:
+        schema = super().result_schema()
+        stats = {"type": "object", "required": ["median_ms", "median_ci95_ms"]}
+        positions = {"type": ["array", "null"], "items": {"type": "number"}}
+        schema["properties"] = {
+            "throughput": THROUGHPUT_SCHEMA,
+            "compilation": COMPILATION_SCHEMA,
+            "correctness": {
+                "type": ["object", "null"],
+                "description": "the generated ids against the reference's (PyTorch eager "
+                               "fp32 on the CPU); null where no reference was given",
+                "required": ["reference", "precision", "tokens", "equal_tokens",
+                             "share_equal", "first_divergence", "required",
+                             "within_tolerance"],
+                "properties": {
+                    "tokens": {"type": "integer", "minimum": 1},
+                    "equal_tokens": {"type": "integer", "minimum": 0},
+                    "share_equal": {"type": "number", "minimum": 0, "maximum": 1},
+                    "first_divergence": {"type": ["integer", "null"], "minimum": 0},
+                    "required": {"type": "boolean"},
+                    "within_tolerance": {"type": ["boolean", "null"]},
+                },
+            },
+            "generation": {
+                "type": "object",
+                "description": "time to the first token, time per output token (each "
+                               "decoding step's where the framework exposes them)",
+                "required": ["how", "per_token_method", "first_token", "per_token",
+                             "first_token_ms", "per_token_ms", "new_tokens",
+                             "tokens_per_s_ci95"],
+                "properties": {
+                    "how": {"type": "string"},
+                    "per_token_method": {"enum": [STEPS, WHOLE_MINUS_FIRST]},
+                    "first_token": stats, "per_token": stats,
+                    "first_token_ms": {"type": "number", "exclusiveMinimum": 0},
+                    "per_token_ms": {"type": "number"},
+                    "new_tokens": {"type": "integer", "minimum": 2},
+                    "tokens_per_s_ci95": {"type": "array", "minItems": 2, "maxItems": 2},
+                    "per_position_ms": positions, "per_position_p90_ms": positions,
+                    "traces": {"type": ["integer", "null"], "minimum": 0},
+                },
+            },
+        }
+        schema["ok_requires"] = ["throughput", "generation"]
+        return schema
+
+
+class _NoClock:
+    """A clock that keeps no marks (the first-token loop is not a phase of the cell)."""
+
+    memory = None
+
+    def mark(self, phase: str) -> None:
+        pass
+
+
+def _tokens_interval(tokens: int, timing: dict) -> list[float]:
+    """Generated tokens per second from the latency's 95% interval: [low, high]."""
+    low, high = timing["median_ci95_ms"]
+    return [tokens / (high / 1e3), tokens / (low / 1e3)]
+
+
+def throughput(cell: "Cell", median_ms: float) -> dict:
+    """Prompts per second and generated tokens per second (batch × new tokens / latency)."""
+    batch, new = cell.size("batch"), cell.size("new_tokens")
+    median_s = median_ms / 1e3
+    return {"samples_per_s": batch / median_s, "tokens_per_s": batch * new / median_s}
+
+
+def reference_ids(model: str, batch: int, prompt: int, new_tokens: int, seed: int,
+                  weights: Path, threads: int) -> tuple["np.ndarray", "np.ndarray"]:
+    """The reference's generated ids (PyTorch eager, fp32, CPU) and the prompt: what
+    `python -m dlbench.reference generation` writes."""
+    from dlbench.frameworks import load_backend, load_ops
+    from dlbench.frameworks.registry import REFERENCE_FRAMEWORK
+
+    spec = get_model(model)
+    ids = token_ids(spec, batch, prompt, seed)
+    backend = load_backend(REFERENCE_FRAMEWORK, "cpu", threads, 1)
+    ops = load_ops(backend, "generation")
+    eager = recipes.optimization("generation", "eager", REFERENCE_FRAMEWORK)
+    try:
+        built = ops.build(spec, seed, eager, weights)
+        output = ops.decoder(built, ops.inputs(ids), new_tokens, eager).call()
+        return ops.new_ids(output, prompt), ids
+    finally:
+        ops.release()
+
+
+def _cell(params: dict) -> "Cell":
+    from dlbench.scenarios.cell import Cell
+
+    return Cell.from_params(params)
+
+
+register(Generation())

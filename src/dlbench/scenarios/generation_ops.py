@@ -1,0 +1,73 @@
+"""What the generation scenario asks of a framework: the operations that its folder's
+`generation` module implements (`make_ops(backend)` returns them), and nothing else.
+
+A model, its inputs and the generated ids are the framework's own objects: the scenario
+only hands them back to these operations.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from dlbench.catalogue.recipes import Optimization
+    from dlbench.models import ModelSpec
+
+
+@dataclass
+class Decoder:
+    """A recipe's greedy generation of a fixed number of new tokens, ready to time.
+
+    `call` generates once (compilation happens at its first call) and returns the
+    framework's ids. Where the framework exposes each decoding step, `stamps` returns the
+    host times (time.perf_counter, after the device's synchronization) at which the last
+    call's steps had their logits, one per new token; where generation is one compiled
+    call, `stamps` is None and `first` generates one new token alone (the same recipe), so
+    that the first token can be timed apart from the rest."""
+
+    call: Callable[[], Any]
+    how: str
+    stamps: Callable[[], list[float]] | None = None
+    first: Callable[[], Any] | None = None
+    # How many times the recipe's function was traced so far (None: not traced).
+    traces: Callable[[], int] | None = None
+
+
+class GenerationOps(Protocol):
+    """A framework's greedy text generation with a registry decoder and its language-model
+    head (dlbench.scenarios.generation)."""
+
+    def build(self, spec: "ModelSpec", seed: int, optimization: "Optimization",
+              weights: Path | None = None) -> Any:
+        """The model with its language-model head (tied to the word embeddings) on the
+        device, in the cell's precision: the shared weights if given, else seeded."""
+        ...
+
+    def inputs(self, token_ids: "np.ndarray") -> dict:
+        """The prompt on the device: the token ids and an all-ones attention mask."""
+        ...
+
+    def decoder(self, model: Any, inputs: dict, new_tokens: int,
+                optimization: "Optimization") -> Decoder:
+        """Greedy decoding of exactly `new_tokens` tokens (no stop at the end-of-text
+        token) under the optimization's recipe."""
+        ...
+
+    def new_ids(self, output: Any, prompt_length: int) -> "np.ndarray":
+        """The generated token ids of a call's output (batch × new tokens), on the host."""
+        ...
+
+    def compilation(self) -> dict | None:
+        """The compiler's graphs, breaks and recompilations of the cell (None: none)."""
+        ...
+
+    def release(self) -> None:
+        """Leave the process as the cell found it (global modes, caches)."""
+        ...
+
+    def versions(self) -> dict[str, str]:
+        """Versions of what the operations use besides the framework (transformers)."""
+        ...

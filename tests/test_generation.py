@@ -1,0 +1,192 @@
+"""The generation scenario: its config answered clearly, its cells and their reasons, the
+token-for-token check, and one tiny-gpt2 cell per framework through `dlbench run` with the
+shared weights and the reference's ids (a planted wrong answer fails the check)."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from dlbench import config, result
+from dlbench.catalogue import recipes
+from dlbench.frameworks import registry
+from dlbench.matrix import expand_cells
+from dlbench.scenarios.generation import compare_ids
+from tests.conftest import tool_env
+
+BATCH, PROMPT, NEW = 2, 8, 4
+QUICK = ["--warmup-iterations=1", "--min-duration-s=0.05", "--min-iterations=5"]
+SECTION = {"models": ["tiny-gpt2"], "batch_sizes": [BATCH], "prompt_lengths": [PROMPT],
+           "new_tokens": [NEW], "optimizations": ["eager"]}
+
+
+def generation_config(**changes) -> dict:
+    return {"frameworks": ["pytorch", "tensorflow"], "devices": ["cpu"],
+            "generation": {**SECTION, **changes}}
+
+
+def problems(**changes) -> str:
+    with pytest.raises(config.ConfigError) as caught:
+        config.validate(generation_config(**changes))
+    return str(caught.value)
+
+
+# -- the config and the matrix -----------------------------------------------------------
+
+
+def test_a_generation_section_expands_into_cells_with_readable_ids():
+    cells = expand_cells(config.validate(generation_config(
+        optimizations={"pytorch": ["eager", "compile-bf16"], "tensorflow": ["xla"]})))
+    assert [c.id for c in cells] == [
+        "generation_pytorch_tiny-gpt2_cpu_b2_p8_n4_eager",
+        "generation_pytorch_tiny-gpt2_cpu_b2_p8_n4_compile-bf16",
+        "generation_tensorflow_tiny-gpt2_cpu_b2_p8_n4_xla"]
+    assert all(c.unsupported_reason() is None for c in cells)
+
+
+@pytest.mark.parametrize(("changes", "expected"), [
+    ({"new_tokens": [1]}, "new_tokens [1]: at least 2"),
+    ({"new_tokens": [0]}, "'generation.new_tokens[0]': 0 is not allowed; it must be a "
+                          "positive integer"),
+    ({"prompt_lengths": []}, "'generation.prompt_lengths' is empty"),
+    ({"optimizations": ["torchscript"]}, "'torchscript' is not allowed; allowed values: "
+                                         "eager, eager-bf16, static-cache"),
+    ({"models": ["gpt3"]}, "'gpt3' is not allowed (did you mean 'gpt2'?)"),
+])
+def test_bad_generation_configs_are_answered_clearly(changes, expected):
+    assert expected in problems(**changes)
+
+
+def test_a_missing_axis_is_named():
+    section = dict(SECTION)
+    del section["new_tokens"]
+    with pytest.raises(config.ConfigError, match="new_tokens"):
+        config.validate({"frameworks": ["pytorch"], "devices": ["cpu"], "generation": section})
+
+
+def test_cells_that_cannot_generate_say_why():
+    cells = expand_cells(config.validate(generation_config(
+        models=["tiny-gpt2", "tiny-bert"], prompt_lengths=[8, 62],
+        optimizations={"pytorch": ["eager", "xla"], "tensorflow": ["eager", "static-cache"]})))
+    reasons = {c.id: c.unsupported_reason() for c in cells}
+    assert "is not a decoder" in reasons["generation_pytorch_tiny-bert_cpu_b2_p8_n4_eager"]
+    # tiny-gpt2 has 64 positions: 62 + 4 do not fit
+    assert "62 + 4 new tokens exceeds tiny-gpt2's maximum of 64" in \
+        reasons["generation_pytorch_tiny-gpt2_cpu_b2_p62_n4_eager"]
+    assert "TensorFlow" in reasons["generation_pytorch_tiny-gpt2_cpu_b2_p8_n4_xla"]
+    assert "PyTorch" in reasons["generation_tensorflow_tiny-gpt2_cpu_b2_p8_n4_static-cache"]
+    assert reasons["generation_tensorflow_tiny-gpt2_cpu_b2_p8_n4_eager"] is None
+
+
+def test_every_framework_declares_generation_recipes():
+    names = recipes.optimizations("generation")
+    assert {"eager", "static-cache", "compile", "graph", "xla", "jit"} <= set(names)
+    assert {f"{n}-bf16" for n in ("eager", "static-cache", "compile", "xla", "jit")} <= set(names)
+    assert names["compile"].recipe.kind == "compiled"
+
+
+# -- the token check -------------------------------------------------------------------------
+
+
+def test_the_token_check_finds_the_first_divergence():
+    reference = np.arange(12).reshape(2, 6)
+    same = compare_ids(reference.copy(), reference, "ref.npz", "fp32")
+    assert same["within_tolerance"] is True and same["first_divergence"] is None
+    other = reference.copy()
+    other[1, 3:] += 1
+    diverged = compare_ids(other, reference, "ref.npz", "fp32")
+    assert diverged["within_tolerance"] is False
+    assert diverged["first_divergence"] == 3 and diverged["first_divergence_per_row"] == [None, 3]
+    assert diverged["share_equal"] == pytest.approx(9 / 12)
+    reduced = compare_ids(other, reference, "ref.npz", "bf16")  # recorded, not judged
+    assert reduced["within_tolerance"] is None and reduced["first_divergence"] == 3
+    assert not reduced["required"] and "not judged" in reduced["note"]
+
+
+# -- one cell per framework, for real -------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory) -> tuple[str, str]:
+    """tiny-gpt2's seeded weights and the reference's ids, as the workflow's rules make
+    them."""
+    folder = tmp_path_factory.mktemp("generation")
+    weights = folder / "tiny-gpt2" / "model.safetensors"
+    reference = folder / "tiny-gpt2" / f"generation_b{BATCH}_p{PROMPT}_n{NEW}.npz"
+    for command in (["weights"], ["generation", f"--batch={BATCH}", f"--seqlen={PROMPT}",
+                                  f"--new-tokens={NEW}", f"--weights={weights}"]):
+        subprocess.run([sys.executable, "-m", "dlbench.reference", *command,
+                        "--model=tiny-gpt2", "--threads=1",
+                        f"--out={weights if command == ['weights'] else reference}"],
+                       check=True, env=tool_env(), capture_output=True, timeout=300)
+    return str(weights), str(reference)
+
+
+def run_cell(out, shared, framework: str, optimization: str, **env: str) -> dict:
+    weights, reference = shared
+    command = [sys.executable, "-m", "dlbench", "run", "--scenario=generation",
+               f"--framework={framework}", "--model=tiny-gpt2", "--device=cpu",
+               f"--batch={BATCH}", f"--seqlen={PROMPT}", f"--new-tokens={NEW}",
+               f"--optimization={optimization}", f"--weights={weights}",
+               f"--reference={reference}", *QUICK, f"--out={out}"]
+    run = subprocess.run(command, env=tool_env(**env), capture_output=True, text=True,
+                         timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return result.read(out)  # validated against the schema, this scenario's part included
+
+
+# Each framework's recipe: its steps exposed (PyTorch, TensorFlow eager), or one compiled
+# call (TensorFlow XLA, JAX jit).
+CELLS = [("pytorch", "eager"), ("pytorch", "static-cache"), ("tensorflow", "xla"),
+         ("jax", "jit")]
+
+
+@pytest.mark.slow  # real `dlbench run` processes (~20 s each): left out of the quick subset
+@pytest.mark.parametrize(("framework", "optimization"), CELLS)
+def test_one_cell_per_framework_generates_the_reference_ids(tmp_path, shared, framework,
+                                                            optimization):
+    if framework not in registry.REGISTERED:
+        pytest.skip(f"{framework} is not registered")
+    record = run_cell(tmp_path / "cell.json", shared, framework, optimization)
+    assert record["status"] == "ok", record["reason"]
+    generation, correctness = record["generation"], record["correctness"]
+    assert correctness["within_tolerance"] is True and correctness["share_equal"] == 1.0
+    assert generation["new_tokens"] == NEW and generation["first_token_ms"] > 0
+    assert record["throughput"]["tokens_per_s"] == pytest.approx(
+        BATCH * NEW / (record["timing"]["median_ms"] / 1e3))
+    low, high = generation["tokens_per_s_ci95"]
+    assert low <= record["throughput"]["tokens_per_s"] <= high
+    if framework == "pytorch":  # every decoding step timestamped
+        assert generation["per_token_method"] == "steps"
+        assert len(generation["per_position_ms"]) == NEW - 1
+        assert len(generation["first_token"]["samples_ms"]) == record["timing"]["iterations"]
+    else:  # one compiled call, traced once
+        assert generation["per_token_method"] == "whole_minus_first"
+        assert generation["per_position_ms"] is None and generation["traces"] == 1
+        assert generation["per_token_ms"] * (NEW - 1) == pytest.approx(
+            record["timing"]["median_ms"] - generation["first_token_ms"], rel=0.05, abs=0.05)
+
+
+@pytest.mark.slow
+def test_torch_compile_recompiles_only_in_the_warm_up(tmp_path, shared):
+    """The static cache under torch.compile: the prompt's and the decoding step's graphs at
+    the first generation, one recompilation at the second (the warm-up, at least two
+    generations for a compiled recipe), none in the timed loop; the same ids."""
+    record = run_cell(tmp_path / "cell.json", shared, "pytorch", "compile")
+    assert record["status"] == "ok", record["reason"]
+    assert record["correctness"]["within_tolerance"] is True
+    assert record["timing"]["warmup_iterations"] >= 2
+    assert record["compilation"]["graph_breaks"] == 0
+    assert record["compilation"]["recompiles_after_second_call"] == 0
+
+
+@pytest.mark.slow
+def test_a_planted_wrong_token_fails_the_check(tmp_path, shared):
+    record = run_cell(tmp_path / "cell.json", shared, "pytorch", "planted-error",
+                      **{recipes.TEST_RECIPES_VARIABLE: "1"})
+    assert record["status"] == "ok"
+    correctness = record["correctness"]
+    assert correctness["within_tolerance"] is False
+    assert correctness["first_divergence"] == NEW // 2
+    assert correctness["share_equal"] == pytest.approx(1 - 1 / NEW)

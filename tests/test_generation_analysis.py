@@ -1,0 +1,74 @@
+"""The generation section's tables and figures on a synthetic summary: a wrong answer is
+marked and left out of the figures, cells that did not run read N/A with their reason."""
+
+import math
+
+import matplotlib
+import pandas as pd
+
+from dlbench.analysis import generation
+
+matplotlib.use("Agg")
+
+
+def row(framework, optimization, batch, seqlen, median, first, per_token, steps=None,
+        wrong=False, status="ok", reason=None, **extra):
+    return {"scenario": "generation", "framework": framework, "optimization": optimization,
+            "model": "gpt2", "device": "cpu", "batch": batch, "seqlen": seqlen,
+            "new_tokens": 4, "status": status, "reason": reason,
+            "median_ms": median if status == "ok" else math.nan,
+            "tokens_per_s": batch * 4 / (median / 1e3) if status == "ok" else math.nan,
+            "generation_first_token_ms": first if status == "ok" else math.nan,
+            "generation_per_token_ms": per_token if status == "ok" else math.nan,
+            "generation_per_position_ms": steps,
+            "generation_tokens_per_s_ci95_low": batch * 4 / (median * 1.1 / 1e3),
+            "generation_tokens_per_s_ci95_high": batch * 4 / (median * 0.9 / 1e3),
+            "wrong_answer": wrong, "precision": "fp32", **extra}
+
+
+SUMMARY = pd.DataFrame([
+    row("pytorch", "eager", 1, 8, 10.0, 4.0, 2.0, steps=[2.0, 2.1, 2.2],
+        correctness_share_equal=1.0, correctness_first_divergence=math.nan,
+        correctness_required=True),
+    row("pytorch", "eager", 4, 8, 20.0, 8.0, 4.0, steps=[4.0, 4.1, 4.2],
+        correctness_share_equal=1.0, correctness_first_divergence=math.nan,
+        correctness_required=True),
+    row("pytorch", "planted-error", 1, 8, 9.0, 3.0, 2.0, steps=[2.0, 2.0, 2.0], wrong=True,
+        correctness_share_equal=0.75, correctness_first_divergence=2.0,
+        correctness_required=True),
+    row("tensorflow", "xla", 1, 8, 5.0, 2.0, 1.0, correctness_share_equal=1.0,
+        correctness_first_divergence=math.nan, correctness_required=True),
+    row("tensorflow", "xla", 4, 8, 1.0, 1.0, 1.0, status="oom", reason="out of memory"),
+])
+
+
+def test_the_sheets_mark_wrong_answers_and_cells_that_did_not_run():
+    sheets = {(s.framework, s.optimization): s.table
+              for s in generation.sheets(SUMMARY, generation.FIRST_TOKEN)}
+    assert sheets[("pytorch", "eager")].loc[("gpt2", 4), "prompt 8"] == "8.00"
+    assert sheets[("pytorch", "planted-error")].loc[("gpt2", 1), "prompt 8"] == "3.00 ✗"
+    assert sheets[("tensorflow", "xla")].loc[("gpt2", 4), "prompt 8"].startswith("N/A")
+
+
+def test_the_step_figure_has_right_answers_with_steps_only():
+    steps = generation.positions(SUMMARY)
+    assert set(steps["optimization"]) == {"eager"}  # xla: no steps; planted-error: wrong
+    assert list(steps[steps["batch"].eq(4)]["position"]) == [1, 2, 3]
+    assert generation.plot_positions(steps) is not None
+    assert generation.plot_positions(steps.iloc[0:0]) is None
+
+
+def test_tokens_per_second_have_their_intervals():
+    rates = generation.tokens_per_s(SUMMARY)
+    pairs = set(zip(rates["framework"], rates["optimization"], strict=True))
+    assert pairs == {("pytorch", "eager"), ("tensorflow", "xla")}
+    assert (rates["low"] < rates["tokens_per_s"]).all()
+    assert (rates["tokens_per_s"] < rates["high"]).all()
+    assert generation.plot_tokens_per_s(rates) is not None
+
+
+def test_the_token_check_names_the_divergence():
+    checks = generation.token_check(SUMMARY).set_index("optimization")
+    assert checks.loc["planted-error", "verdict"] == "✗ diverged"
+    assert checks.loc["planted-error", "first divergence"] == 2
+    assert (checks.drop("planted-error")["verdict"] == "✓ equal").all()

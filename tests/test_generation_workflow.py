@@ -1,0 +1,67 @@
+"""End to end: the real `snakemake` on a tiny generation matrix (tiny-gpt2 in PyTorch and
+TensorFlow), through the shared weights and the reference's ids, to the summary, the report's
+generation section and the answer-first table."""
+
+import pandas as pd
+import pytest
+
+from dlbench import config, result
+from dlbench.matrix import expand_cells
+from tests import report_html
+from tests.conftest import REPO, snakemake
+
+pytestmark = pytest.mark.slow  # end-to-end: `pytest -m "not slow"` skips it
+
+PROFILE = ["--workflow-profile", str(REPO / "workflow" / "profiles" / "default")]
+CONFIG = {
+    "frameworks": ["pytorch", "tensorflow"],
+    "devices": ["cpu"],
+    "generation": {"models": ["tiny-gpt2", "tiny-bert"], "batch_sizes": [2],
+                   "prompt_lengths": [8], "new_tokens": [4],
+                   "optimizations": {"pytorch": ["eager", "static-cache"],
+                                     "tensorflow": ["eager", "xla"]}},
+    "measurement": {"warmup_iterations": 1, "min_duration_s": 0.1, "min_iterations": 5},
+}
+
+
+@pytest.fixture(scope="module")
+def workflow_run(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("generation-matrix")
+    run = snakemake(workdir, CONFIG, *PROFILE, "--cores", "2")
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    return workdir
+
+
+def test_every_cell_is_measured_or_says_why(workflow_run):
+    cells = expand_cells(config.validate(CONFIG))
+    runs = workflow_run / "results" / "runs"
+    assert sorted(p.stem for p in runs.glob("*.json")) == sorted(c.id for c in cells)
+    measured = 0
+    for cell in cells:
+        record = result.read(runs / f"{cell.id}.json")
+        reason = cell.unsupported_reason()
+        if reason:
+            assert (record["status"], record["reason"]) == ("unsupported", reason)
+            assert "is not a decoder" in reason
+            continue
+        assert record["status"] == "ok", (cell.id, record["reason"])
+        assert record["settings"]["reference"].endswith(
+            "results/reference/tiny-gpt2/generation_b2_p8_n4.npz")
+        assert record["correctness"]["within_tolerance"] is True
+        measured += 1
+    assert measured == 4
+
+
+def test_the_summary_and_the_report_show_the_generation(workflow_run):
+    summary = pd.read_parquet(workflow_run / "results" / "summary.parquet")
+    ok = summary[summary["status"].eq("ok")]
+    assert set(ok["generation_per_token_method"]) == {"steps", "whole_minus_first"}
+    assert list(ok["tokens_per_s"]) == pytest.approx(list(2 * 4 / (ok["median_ms"] / 1e3)))
+    html = (workflow_run / "report" / "report.html").read_text()
+    headings = report_html.headings(html)
+    assert "Text generation: time to the first token and per output token" in headings
+    assert "Time per output token against its position" in headings
+    check = next(rows for heading, rows in report_html.tables(html)
+                 if heading == "Token for token against the reference")
+    assert len(check) == 1 + 4 and all("✓ equal" in row for row in check[1:])
+    assert "Generation" in html  # the answer-first table has the scenario

@@ -1,0 +1,89 @@
+# %% tags=["parameters"]
+# The generation section of the report: greedy text generation with a decoder. This cell
+# lets the section run on its own; in the report, the head's parameters replace it.
+summary = "results/summary.parquet"
+
+# %%
+import matplotlib.pyplot as plt
+
+from dlbench.analysis import generation
+from dlbench.analysis.summary import load, of_scenario, several_devices
+from dlbench.report.display import say, show
+from dlbench.report.format import framework_name
+
+everything = load(summary)
+df = of_scenario(everything, "generation")
+several = several_devices(df)
+
+# %% [markdown]
+# # Text generation: time to the first token and per output token
+#
+# A decoder of the registry with its language-model head (tied to the word embeddings), the
+# same seeded weights and the same seeded prompt in every framework, generates a fixed number
+# of new tokens greedily (no stop at the end-of-text token). One timed iteration is one whole
+# generation; the first call (compilation, tracing) is timed apart. **Time to first token**:
+# the prompt's forward pass and the first token. **Time per output token**: where the
+# framework runs the decoding loop step by step (PyTorch, TensorFlow eager), each step is
+# timestamped and the figure below shows it by position; where generation is one compiled
+# call (TensorFlow graph and XLA, JAX jit), the first token is timed by the prompt's forward
+# pass compiled alike and the time per token is (whole − first token) / (new tokens − 1).
+# **Token for token**: in fp32 every generated id must equal PyTorch eager fp32's; a cell
+# that diverged is a wrong answer (✗), its speed does not count. In bf16, greedy decoding may
+# take another token where two logits are within rounding: the share of equal tokens and the
+# first divergence are recorded, not judged.
+
+# %%
+for metric, title in generation.METRICS.items():
+    say(f"## Median {title} (ms)")
+    found = generation.sheets(df, metric)
+    if not found:
+        say("No generation cells to tabulate.")
+    for sheet in found:
+        where = f" ({sheet.device})" if several else ""
+        say(f"### {framework_name(sheet.framework)} — {sheet.optimization}, "
+            f"{sheet.new_tokens} new tokens{where}")
+        show(sheet.table.reset_index(), left=["model"])
+
+# %% [markdown]
+# ## Time per output token against its position
+#
+# The median time of each decoding step over the timed generations, for the cells whose
+# framework exposes each step (right answers only): a step that grows with the position is
+# attention over a longer cache; a flat line is a static cache or a step dominated by
+# overhead.
+
+# %%
+steps = generation.positions(df)
+fig = generation.plot_positions(steps)
+if fig is None:
+    say("No cell exposed its decoding steps.")
+else:
+    plt.show()
+
+# %% [markdown]
+# ## Generated tokens per second against batch size
+#
+# batch × new tokens / median latency, with the 95% interval of the latency's median as
+# error bars (right answers only).
+
+# %%
+rates = generation.tokens_per_s(df)
+fig = generation.plot_tokens_per_s(rates)
+if fig is None:
+    say("No timed generation cell with a right answer.")
+else:
+    plt.show()
+
+# %% [markdown]
+# ## Token for token against the reference
+
+# %%
+checks = generation.token_check(df)
+if checks.empty:
+    say("No generation cell was checked (no reference ids were given).")
+else:
+    show(checks, left=["framework", "optimization", "model", "precision", "verdict"])
+    wrong = checks[checks["verdict"].eq("✗ diverged")]
+    if not wrong.empty:
+        say(f"**✗ {len(wrong)} fp32 cells generated other ids than the reference**: their "
+            "timings do not count.")
