@@ -87,12 +87,38 @@ def headless_chrome(binary: str):
 PROFILE = ["--workflow-profile", str(REPO / "workflow" / "profiles" / "default")]
 
 
+# What a workflow measures once per machine and keeps: the GEMM peak and the reference
+# weights and outputs (results/peak, results/reference).
+KEPT = ("peak", "reference")
+
+
 @pytest.fixture(scope="session")
-def tiny_workflow(tmp_path_factory) -> Path:
+def measured_once(tmp_path_factory) -> Path:
+    """The real workflow run once on TINY_CONFIG up to its peak and its references: the
+    results folder that the other end-to-end tests start from, as a user's second run on a
+    machine does (measuring the peak's libraries and the references costs each run a minute
+    or two on 2 cores; the tests of those rules read this run)."""
+    workdir = tmp_path_factory.mktemp("measured-once")
+    run = snakemake(workdir, TINY_CONFIG, *PROFILE, "--cores", "2",
+                    "--until", "peak", "reference_output")
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    return workdir / "results"
+
+
+def start_from(measured: Path, workdir: Path, kept=KEPT) -> Path:
+    """workdir with the peak and references of `measured_once` copied in (modification
+    times kept, so that Snakemake finds them up to date)."""
+    for name in kept:
+        shutil.copytree(measured / name, workdir / "results" / name, dirs_exist_ok=True)
+    return workdir
+
+
+@pytest.fixture(scope="session")
+def tiny_workflow(tmp_path_factory, measured_once) -> Path:
     """The real workflow run once on TINY_CONFIG, shared by the tests that read what it left
     (tests/test_workflow.py, the faults under load). --cores 4 on this 2-core machine: the
     measuring cells must still take turns for the device, which the faults test checks."""
-    workdir = tmp_path_factory.mktemp("tiny-matrix")
+    workdir = start_from(measured_once, tmp_path_factory.mktemp("tiny-matrix"))
     run = snakemake(workdir, TINY_CONFIG, *PROFILE, "--cores", "4")
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     return workdir

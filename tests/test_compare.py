@@ -24,7 +24,7 @@ from dlbench.analysis.compare import (
     mann_whitney,
     paired,
 )
-from tests.conftest import REPO, headless_chrome, snakemake, tiny_config, tool_env
+from tests.conftest import REPO, headless_chrome, snakemake, start_from, tiny_config, tool_env
 
 RUNS = REPO / "tests" / "data" / "v1_results" / "per_cell" / "runs"
 OK = ["pytorch_tiny-bert_cpu_b1_s8_eager", "tensorflow_tiny-bert_cpu_b1_s8_eager",
@@ -328,15 +328,14 @@ def test_the_html_page_opens_in_a_browser_without_errors(tmp_path, chromium):
 
 
 @pytest.mark.slow
-def test_the_workflow_compares_with_a_baseline_from_the_config(tmp_path):
+def test_the_workflow_compares_with_a_baseline_from_the_config(tmp_path, measured_once):
     """One measured cell against the fixture's: report/compare.html and .csv are written;
     the rest of the workflow is as without a baseline."""
     baseline = result_set(tmp_path / "baseline")
     config = tiny_config(frameworks=["pytorch"], devices=["cpu"], models=["tiny-bert"],
                          batch_sizes=[1], sequence_lengths=[8], optimizations=["eager"],
                          compare={"baseline": str(baseline)})
-    work = tmp_path / "work"
-    work.mkdir()
+    work = start_from(measured_once, tmp_path / "work")
     run = snakemake(work, config, "--cores", "2")
     assert run.returncode == 0, run.stderr[-3000:]
     written = pd.read_csv(work / "report" / "compare.csv")
@@ -420,11 +419,13 @@ def slower_checkout(folder: Path) -> Path:
 
 
 @pytest.mark.slow
-def test_interleaved_identical_configs_are_not_significant(tmp_path, capsys):
+def test_interleaved_identical_configs_are_not_significant(tmp_path, capsys, measured_once):
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump(INTERLEAVE_CONFIG))
     csv = tmp_path / "compare.csv"
     work = tmp_path / "work"
+    for side in ("baseline", "new"):
+        start_from(measured_once, work / side, kept=["reference"])
     assert cli.main(["compare", "--interleave", "--rounds=2", f"--work-dir={work}",
                      str(config), str(config), "--csv", str(csv)]) == 0
     out, log = capsys.readouterr()
@@ -450,11 +451,14 @@ def test_interleaved_identical_configs_are_not_significant(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_interleaved_sides_see_a_planted_slowdown_in_a_checkout(tmp_path, capsys):
+def test_interleaved_sides_see_a_planted_slowdown_in_a_checkout(tmp_path, capsys,
+                                                               measured_once):
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump(INTERLEAVE_CONFIG))
     slower = slower_checkout(tmp_path / "slower")
     csv = tmp_path / "compare.csv"
+    for side in ("baseline", "new"):
+        start_from(measured_once, tmp_path / "w" / side, kept=["reference"])
     assert cli.main(["compare", "--interleave", "--rounds=3", f"--work-dir={tmp_path / 'w'}",
                      "--configfile", str(config), str(REPO), str(slower),
                      "--csv", str(csv)]) == 0

@@ -16,7 +16,7 @@ import pytest
 
 from dlbench import config, result
 from dlbench.matrix import expand_cells
-from tests.conftest import REPO, TINY_CONFIG, snakemake, tiny_config, tool_env
+from tests.conftest import REPO, TINY_CONFIG, snakemake, start_from, tiny_config, tool_env
 
 PROFILE = ["--workflow-profile", str(REPO / "workflow" / "profiles" / "default")]
 CELL = ["--framework=pytorch", "--model=tiny-bert", "--device=cpu", "--batch=1", "--seqlen=8",
@@ -86,8 +86,9 @@ def _statuses(workdir) -> dict[str, str]:
 
 
 @pytest.mark.slow
-def test_crashed_cell_is_reported_and_only_it_is_retried(tmp_path):
+def test_crashed_cell_is_reported_and_only_it_is_retried(tmp_path, measured_once):
     crashed = "tensorflow_tiny-bert_cpu_b1_s8_eager"
+    start_from(measured_once, tmp_path)
     first = _snakemake_with_fault(tmp_path, f"crash@{crashed}")
     assert first.returncode != 0  # the job failed ...
     statuses = _statuses(tmp_path)  # ... the others ran, and the summary says why
@@ -120,7 +121,8 @@ def _mtimes(workdir) -> dict[str, float]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
-def test_interrupted_run_leaves_nothing_half_written_and_resumes(tmp_path, sig):
+def test_interrupted_run_leaves_nothing_half_written_and_resumes(tmp_path, sig, measured_once):
+    start_from(measured_once, tmp_path)
     slow = {**SMALL, "measurement": {**SMALL["measurement"], "min_duration_s": 2}}
     (tmp_path / "config.yaml").write_text(json.dumps(slow))
     command = [sys.executable.replace("python", "snakemake").rsplit("/", 1)[0] + "/snakemake",

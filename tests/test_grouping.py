@@ -10,7 +10,7 @@ import pytest
 
 from dlbench import config, result
 from dlbench.matrix import expand_cells
-from tests.conftest import REPO, snakemake, tiny_config, tool_env
+from tests.conftest import REPO, snakemake, start_from, tiny_config, tool_env
 
 PROFILE = ["--workflow-profile", str(REPO / "workflow" / "profiles" / "default")]
 FAST = ["--warmup-iterations=1", "--min-duration-s=0.05", "--min-iterations=3"]
@@ -111,9 +111,10 @@ def test_grouped_and_isolated_cells_agree_within_the_noise(tmp_path):
 
 
 @pytest.mark.slow
-def test_workflow_runs_one_job_per_group(tmp_path):
+def test_workflow_runs_one_job_per_group(tmp_path, measured_once):
     matrix = tiny_config(frameworks=["pytorch", "tensorflow"], models=["tiny-bert"],
                          devices=["cpu"], measurement={"process": "per_group"})
+    start_from(measured_once, tmp_path)
     run = snakemake(tmp_path, matrix, *PROFILE, "--cores", "2")
     assert run.returncode == 0, run.stderr[-2000:]
     cells = expand_cells(config.validate(matrix))

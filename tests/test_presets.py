@@ -12,7 +12,7 @@ import yaml
 
 from dlbench import config, result
 from dlbench.matrix import expand_cells
-from tests.conftest import REPO, snakemake
+from tests.conftest import REPO, snakemake, start_from
 
 PRESET = REPO / "config" / "presets" / "hf2019.yaml"
 PROFILE = ["--workflow-profile", str(REPO / "workflow" / "profiles" / "default")]
@@ -63,8 +63,8 @@ def test_a_config_file_given_replaces_the_default(tmp_path, preset):
 
 
 @pytest.fixture(scope="module")
-def slice_run(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("hf2019-slice")
+def slice_run(tmp_path_factory, measured_once):
+    workdir = start_from(measured_once, tmp_path_factory.mktemp("hf2019-slice"), kept=["peak"])
     run = snakemake(workdir, None, "--configfile", str(PRESET), *PROFILE, "--cores", "2",
                     "--config", *SLICE)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from dlbench import scenarios
-from tests.conftest import REPO, snakemake
+from tests.conftest import REPO, snakemake, start_from
 
 PLUGIN = textwrap.dedent('''
     import time
@@ -46,7 +46,8 @@ def plugin(tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_a_new_scenario_runs_through_the_workflow(tmp_path, plugin):
+def test_a_new_scenario_runs_through_the_workflow(tmp_path, plugin, measured_once):
+    start_from(measured_once, tmp_path, kept=["peak"])
     config = {"frameworks": ["pytorch"], "devices": ["cpu"],
               "sleep": {"models": ["none"], "optimizations": ["plain"],
                         "durations_ms": [2, 20]},

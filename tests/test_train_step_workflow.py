@@ -9,7 +9,7 @@ from dlbench import config, result
 from dlbench.matrix import expand_cells
 from dlbench.report.format import fmt_ms, fmt_percent
 from tests import report_html
-from tests.conftest import REPO, snakemake
+from tests.conftest import REPO, snakemake, start_from
 
 pytestmark = pytest.mark.slow  # end-to-end: `pytest -m "not slow"` skips it
 
@@ -26,8 +26,8 @@ CONFIG = {
 
 
 @pytest.fixture(scope="module")
-def workflow_run(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("train-step-matrix")
+def workflow_run(tmp_path_factory, measured_once):
+    workdir = start_from(measured_once, tmp_path_factory.mktemp("train-step-matrix"))
     run = snakemake(workdir, CONFIG, *PROFILE, "--cores", "2")
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     return workdir

@@ -320,15 +320,16 @@ def test_the_match_tells_two_different_models_from_the_same_one(tmp_path, digits
 
 
 @pytest.mark.slow
-def test_training_through_the_workflow_to_the_report(tmp_path):
+def test_training_through_the_workflow_to_the_report(tmp_path, measured_once):
     """Both frameworks train the CNN for one short epoch on a few hundred images, through
     the real workflow: the data set is built once, every result validates, and the report's
     training section shows the accuracy match, the throughput table and the figures."""
     import pandas as pd
 
     from tests import report_html
-    from tests.conftest import REPO, snakemake
+    from tests.conftest import REPO, snakemake, start_from
 
+    start_from(measured_once, tmp_path, kept=["peak"])
     matrix = {"frameworks": ["pytorch", "tensorflow"], "devices": ["cpu"],
               "training": {"models": ["cnn"], "datasets": ["synthetic"], "batch_sizes": [32],
                            "pipelines": ["w0"], "optimizers": ["sgd"],

@@ -19,7 +19,7 @@ import shutil
 import pandas as pd
 import pytest
 
-from tests.conftest import BIN, REPO, snakemake
+from tests.conftest import BIN, REPO, snakemake, start_from
 
 pytestmark = pytest.mark.slow  # end-to-end: `pytest -m "not slow"` skips it
 
@@ -52,7 +52,8 @@ def restore(mode: str, workdir):
 
 
 @pytest.mark.parametrize("mode", ["per_cell", "per_group"])
-def test_v1_results_are_reused_not_measured_again(tmp_path, mode):
+def test_v1_results_are_reused_not_measured_again(tmp_path, mode, measured_once):
+    start_from(measured_once, tmp_path, kept=["peak"])  # the peak is new since v1
     config = restore(mode, tmp_path)
     (tmp_path / "config.yaml").write_text(config)
     profile = ["--workflow-profile", str(REPO / "workflow" / "profiles" / "default")]
