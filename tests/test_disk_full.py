@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from dlbench import paths, result
-from tests.conftest import REPO, snakemake, tiny_config, tool_env
+from tests.conftest import REPO, snakemake, start_from, tiny_config, tool_env
 from tests.test_faults import CELL, PROFILE
 
 # One cell: the workflow's writes are under test, not the matrix.
@@ -134,10 +134,11 @@ def test_a_full_disk_keeps_the_previous_result_and_report_and_the_next_run_compl
 
 
 @pytest.mark.slow
-def test_the_workflow_says_which_file_found_the_disk_full_and_the_next_run_completes(tmp_path):
+def test_the_workflow_says_which_file_found_the_disk_full_and_the_next_run_completes(
+        tmp_path, measured_once):
     # report/ on a tmpfs smaller than the report (about 600 KB): only the report's write
     # finds the disk full, wherever the cells' timing puts it.
-    workdir = tmp_path / "work"
+    workdir = start_from(measured_once, tmp_path / "work")
     with tmpfs(workdir / "report", "256k") as report_dir:
         first = snakemake(workdir, ONE_CELL, *PROFILE, "--cores", "2")
         assert first.returncode != 0

@@ -8,7 +8,7 @@ import pytest
 from dlbench import config, result
 from dlbench.matrix import expand_cells
 from tests import report_html
-from tests.conftest import REPO, snakemake
+from tests.conftest import REPO, snakemake, start_from
 
 pytestmark = pytest.mark.slow  # end-to-end: `pytest -m "not slow"` skips it
 
@@ -25,8 +25,8 @@ CONFIG = {
 
 
 @pytest.fixture(scope="module")
-def workflow_run(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("generation-matrix")
+def workflow_run(tmp_path_factory, measured_once):
+    workdir = start_from(measured_once, tmp_path_factory.mktemp("generation-matrix"))
     run = snakemake(workdir, CONFIG, *PROFILE, "--cores", "2")
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     return workdir

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from dlbench import paths, runlock
-from tests.conftest import BIN, REPO, snakemake, tool_env
+from tests.conftest import BIN, REPO, snakemake, start_from, tool_env
 from tests.test_faults import PROFILE, SMALL
 
 
@@ -43,9 +43,10 @@ def test_the_lock_of_a_killed_run_does_not_block_the_next(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_second_run_on_the_same_results_folder_is_refused(tmp_path):
+def test_a_second_run_on_the_same_results_folder_is_refused(tmp_path, measured_once):
     first_dir, second_dir = tmp_path / "first", tmp_path / "second"
     (first_dir / "results").mkdir(parents=True)
+    start_from(measured_once, first_dir)
     second_dir.mkdir()
     # Another working directory whose results/ is the first's: Snakemake's lock, kept in
     # each working directory, does not see it (without dlbench's lock, the second run
