@@ -24,6 +24,8 @@ SECTIONS = {
                  "optimizations": ["eager"]},
     "train_step": {"models": ["tiny-bert"], "batch_sizes": [2], "sequence_lengths": [16],
                    "optimizers": ["sgd", "adam"], "optimizations": ["eager"]},
+    "generation": {"models": ["tiny-gpt2"], "batch_sizes": [1, 2], "prompt_lengths": [8],
+                   "new_tokens": [4], "optimizations": ["eager"]},
 }
 
 
@@ -99,6 +101,7 @@ def round_trip_problems(validated: dict) -> list[str]:
 def test_every_setting_survives_config_to_command_line_to_settings(name, change):
     scenario = scenarios.get(name)
     if name not in SECTIONS:
+        assert name not in scenarios.BUILT_IN, f"a built-in scenario without a section: {name}"
         pytest.skip(f"no section of {name} here (a plugin's)")
     assert round_trip_problems(matrix(scenario, change)) == []
 
