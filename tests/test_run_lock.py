@@ -52,7 +52,10 @@ def test_a_second_run_on_the_same_results_folder_is_refused(tmp_path, measured_o
     # each working directory, does not see it (without dlbench's lock, the second run
     # measured the first's cells again, deleting their files under it).
     (second_dir / "results").symlink_to(first_dir / "results")
-    slow = {**SMALL, "measurement": {**SMALL["measurement"], "min_duration_s": 6}}
+    # Each of its 3 timed cells takes at least 20 s: the first run is still busy after the
+    # four refused runs below, whose Snakemake each takes seconds to start on 2 busy cores
+    # (at 6 s a cell, with the references already measured, the first run had ended).
+    slow = {**SMALL, "measurement": {**SMALL["measurement"], "min_duration_s": 20}}
     (first_dir / "config.yaml").write_text(yaml.safe_dump(slow))
     first = subprocess.Popen(
         [str(BIN / "snakemake"), "--snakefile", str(REPO / "Snakefile"), "--directory",
