@@ -33,7 +33,8 @@ def compile_per_model(timed: pd.DataFrame, several_devices: bool) -> pd.DataFram
 
 
 def graphs(timed: pd.DataFrame) -> pd.DataFrame | None:
-    """The torch.compile cells: graphs, graph breaks, recompilations and the first break
+    """The cells that count their compiled graphs (torch.compile's dynamo counters, JAX
+    jit's XLA programs): graphs, graph breaks, recompilations and the first break
     reasons; the cells that did not compile to one graph first. None without such cells."""
     if "compilation_graphs" not in timed or timed["compilation_graphs"].isna().all():
         return None

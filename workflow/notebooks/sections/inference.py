@@ -162,21 +162,22 @@ else:
          "Compile time (s) per model, median over cells", left=group_keys(several))
 
 # %% [markdown]
-# **torch.compile: one graph?** A compiled model should be one graph, compiled once: a graph
+# **Compiled models: one graph?** A compiled model should be one graph, compiled once: a graph
 # break runs part of the step eagerly between graphs, and a recompilation lands a compile
-# in the timed loop. Both are counted per cell (dynamo's counters) and a cell with either
-# is flagged *not one graph*. On the CPU the compile recipes use Inductor's recommended
-# inference settings (frozen weights: constant folding, prepacked weights, and the CPU GEMM
-# templates that `compile-max-autotune` chooses among); on a GPU, `max-autotune` and
-# `reduce-overhead` replay CUDA graphs, recorded during the warm-up (at least two warm-up
-# calls there, whatever `warmup_iterations` says).
+# in the timed loop. Both are counted per cell and a cell with either is flagged *not one
+# graph*: for torch.compile by dynamo's counters, for JAX's `jit` by the XLA programs it
+# compiled (a second program is a retrace; XLA has no graph breaks). On the CPU the compile
+# recipes use Inductor's recommended inference settings (frozen weights: constant folding,
+# prepacked weights, and the CPU GEMM templates that `compile-max-autotune` chooses among);
+# on a GPU, `max-autotune` and `reduce-overhead` replay CUDA graphs, recorded during the
+# warm-up (at least two warm-up calls there, whatever `warmup_iterations` says).
 
 # %%
 graphs = compilation.graphs(ok)
 if graphs is None:
-    say("No torch.compile cell has a timing in this summary.")
+    say("No compiled cell (torch.compile, JAX jit) has a timing in this summary.")
 else:
-    show(graphs, "torch.compile cells: graphs, graph breaks and recompilations",
+    show(graphs, "Compiled cells: graphs, graph breaks and recompilations",
          left=["cell", "first break reasons"])
 
 # %% [markdown]
