@@ -68,6 +68,21 @@ def test_on_a_gpu_idle_time_without_waiting_is_host_bound():
         bottleneck.GPU
 
 
+@pytest.mark.parametrize(("optimization", "compiler_advised"), [
+    ("eager", True), ("graph", False), ("jit", False), ("compile", False)])
+def test_a_compiled_cell_is_not_told_to_compile(optimization, compiler_advised):
+    """Compute-bound: an eager cell is told to try a compiler, a compiled one (XLA under
+    graph or jit, torch.compile) what else there is."""
+    cells = pd.DataFrame([{**row(0.01, 0.99), "cell_id": "c", "framework": "jax",
+                           "model": "cnn", "batch": 64, "optimizer": "sgd", "device": "cpu",
+                           "samples_per_s": 100.0, "profiled": False, "pipeline": "memory",
+                           "optimization": optimization, "ablation_samples_per_s": 101.0}])
+    verdicts = bottleneck.table(cells).set_index("cell")
+    assert verdicts.loc["c", "verdict"] == bottleneck.COMPUTE
+    assert ("a compiler" in verdicts.loc["c", "try next"]) is compiler_advised
+    assert "a larger batch" in verdicts.loc["c", "try next"]
+
+
 def test_what_to_try_next_quotes_a_measured_alternative():
     cells = pd.DataFrame([{**row(0.4, 0.5), "cell_id": f"c{p}", "framework": "pytorch",
                            "model": "cnn", "batch": 64, "optimizer": "sgd", "device": "cpu",

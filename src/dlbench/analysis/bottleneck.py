@@ -29,6 +29,7 @@ advice compares it with another cell, nor another cell with it.
 import numpy as np
 import pandas as pd
 
+from dlbench.catalogue.recipes import COMPILED, optimizations
 from dlbench.measure.flags import NOISE
 from dlbench.report.format import framework_name
 
@@ -50,6 +51,27 @@ NEXT = {
     COMPUTE: "a compiler (torch.compile, XLA), channels_last, bf16 where the CPU has it, "
              "a larger batch",
 }
+# A cell whose recipe is compiled already (the training recipe registry says so) is not told
+# to compile.
+NEXT_COMPILED = {
+    HOST: "CUDA graphs, a larger batch",
+    COMPUTE: "channels_last, bf16 where the CPU has it, a larger batch",
+}
+
+
+def advice(name: str, optimization: str) -> str:
+    """What to try next for a verdict, given the cell's optimization."""
+    if name in NEXT_COMPILED and recipe_kind(optimization) == COMPILED:
+        return NEXT_COMPILED[name]
+    return NEXT[name]
+
+
+def recipe_kind(optimization: str) -> str | None:
+    """'eager' or 'compiled' as the training recipe registry declares it (None: unknown)."""
+    try:
+        return optimizations("training")[optimization].recipe.kind
+    except KeyError:
+        return None
 
 
 def _true(value) -> bool:
@@ -196,7 +218,7 @@ def table(trained: pd.DataFrame) -> pd.DataFrame:
                 " ⚠ no ceiling: the pipeline beat its ablation"
                 if row.get("ablation_not_a_ceiling") is True else ""),
             "evidence": evidence(row),
-            "try next": NEXT[name] + _alternatives(row, trained),
+            "try next": advice(name, row["optimization"]) + _alternatives(row, trained),
             "flame graph": row.get("profile_svg") if row.get("profile_status") == "ok" else (
                 row.get("profile_reason") or ""),
         })
