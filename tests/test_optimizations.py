@@ -328,8 +328,8 @@ def test_summary_and_report_show_speed_compile_time_correctness_and_reasons(tmp_
                     "Compile, trace and conversion time", "Correctness"):
         assert heading in text
     # Another framework's optimization: counted once as not applicable, not as a failure.
-    assert "cells of a framework with another framework's optimization (PyTorch xla: 1)" \
-        in text
+    assert ("cells of a framework with an optimization that only other frameworks have "
+            "(PyTorch xla: 1)") in text
     assert "1 cells computed a wrong answer" in text
     assert "pytorch_tiny-bert_cpu_b2_s16_planted-error" in text
     assert "✗ 1 of 1 outside tolerance" in text and "✓ all 1 within tolerance" in text

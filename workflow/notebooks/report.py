@@ -179,7 +179,7 @@ elif not failed.empty:
     show(failed)
 if not by_design.empty:
     say(f"Not applicable by design, and not counted as failures: {int(by_design['cells'].sum())}"
-        " cells of a framework with another framework's optimization ("
+        " cells of a framework with an optimization that only other frameworks have ("
         + ", ".join(f"{md_text(r.framework)} {md_text(r.optimization)}: {r.cells}"
                     for r in by_design.itertuples())
         + "). Name the optimizations per framework in the config to leave them out of the "

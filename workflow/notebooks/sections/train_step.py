@@ -44,7 +44,8 @@ else:
             "initial loss vs reference"]
     show(blank_repeats(table, "model"), left=[c for c in text if c in table])
 if by_design:
-    say(f"Left out: {by_design} cells of a framework with another framework's optimization "
+    say(f"Left out: {by_design} cells of a framework with an optimization that only other "
+        "frameworks have "
         "(not applicable by design; the status section counts them).")
 wrong = df[df["wrong_answer"]]
 if not wrong.empty:
