@@ -90,6 +90,28 @@ def test_unequal_recipes_are_said_beside_the_verdict(cells):
     assert headline.UNEQUAL not in unknown
 
 
+def test_unequal_attention_is_said_beside_the_verdict():
+    """PyTorch's SDPA against the others' explicit attention is not the same work: said
+    beside the verdict (with the recipes' note where there is one); one implementation in
+    every framework says nothing."""
+    def attention(row: dict, name: str) -> dict:
+        return {**row, "attention_implementation": name}
+
+    mixed = headline.winners(frame(attention(timed("pytorch", "eager", 10.0), "sdpa"),
+                                   attention(timed("tensorflow", "eager", 12.0), "eager"),
+                                   attention(timed("jax", "eager", 11.0), "eager")))["inference"]
+    assert mixed.loc[0, headline.UNEQUAL] == (
+        "⚠ unequal attention: PyTorch sdpa; TensorFlow eager; JAX eager")
+    both = headline.winners(frame(attention(timed("pytorch", "eager", 10.0), "sdpa"),
+                                  attention(timed("tensorflow", "graph", 12.0), "eager")))
+    assert both["inference"].loc[0, headline.UNEQUAL] == (
+        "⚠ unequal: PyTorch eager only; TensorFlow compiled (graph) · "
+        "⚠ unequal attention: PyTorch sdpa; TensorFlow eager")
+    alike = headline.winners(frame(attention(timed("pytorch", "eager", 10.0), "eager"),
+                                   attention(timed("tensorflow", "eager", 12.0), "eager")))
+    assert headline.UNEQUAL not in alike["inference"]
+
+
 def test_the_kind_of_a_recipe_comes_from_its_registry():
     kinds = {(scenario, name): headline.kind(scenario, name) for scenario, name in [
         ("inference", "eager"), ("inference", "eager-bf16"), ("inference", "torchscript"),

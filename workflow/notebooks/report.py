@@ -71,7 +71,9 @@ display(HTML(f'<nav id="{CONTENTS_ID}"></nav>'))
 # winner and the runner-up are of one framework. A recipe is *eager* (op by op) or
 # *compiled* (a trace, a graph, Inductor, XLA); where the frameworks' right answers differ in
 # that (one had a compiled recipe, the other eager only), **⚠ unequal** says so beside the
-# verdict: the comparison is then of unlike recipes, not of the frameworks.
+# verdict: the comparison is then of unlike recipes, not of the frameworks. So does
+# **⚠ unequal attention** where the frameworks ran different attention implementations
+# (PyTorch's SDPA against the explicit attention of the others).
 
 # %%
 answers = headline.winners(df, several_devices(df))
@@ -83,13 +85,21 @@ for scenario, answer in answers.items():
     show(answer, f"{title}: the fastest right answer per model and input size",
          left=[c for c in answer.columns
                if c != "median ms" and not pd.api.types.is_numeric_dtype(answer[c])])
-    if headline.UNEQUAL in answer:
-        unequal = int(answer[headline.UNEQUAL].ne("").sum())
+    notes = answer[headline.UNEQUAL] if headline.UNEQUAL in answer else pd.Series(dtype=str)
+    unequal = int(notes.str.contains("⚠ unequal:", regex=False).sum())
+    if unequal:
         say(f"**⚠ {unequal} of {len(answer)} {title.lower()} answers compare unequal "
             "recipes**: one framework's right answers include a compiled recipe, the "
             "other's do not (not configured, failed or wrong). Name each framework's "
             "compiled recipe in the config (e.g. `torchscript`, `graph`) to compare like "
             "with like.")
+    unequal = int(notes.str.contains("⚠ unequal attention", regex=False).sum())
+    if unequal:
+        say(f"**⚠ {unequal} of {len(answer)} {title.lower()} answers compare unequal "
+            "attention**: PyTorch's SDPA skips an attention mask of all ones, which the "
+            "explicit attention of the other frameworks applies, so they do not do the same "
+            "work. `measurement: {attention: eager}` runs the explicit attention in PyTorch "
+            "too.")
     if headline.RESTS_ON in answer:
         resting = int(answer[headline.RESTS_ON].ne("").sum())
         say(f"**⚑ {resting} of {len(answer)} {title.lower()} answers rest on flagged "

@@ -79,6 +79,22 @@ def unequal_recipes(compiled: dict[str, list[str]]) -> str:
         for f, c in compiled.items())
 
 
+def unequal_attention(right: pd.DataFrame) -> str:
+    """'' where the right answers ran one attention implementation, or none is recorded;
+    else each framework's, e.g. '⚠ unequal attention: PyTorch sdpa; TensorFlow eager'
+    (PyTorch's SDPA skips an all-ones mask that the explicit attention of the others
+    applies: not the same work)."""
+    if "attention_implementation" not in right:
+        return ""
+    used = {framework: sorted(set(cells["attention_implementation"].dropna()))
+            for framework, cells in right.groupby("framework")}
+    used = {framework: names for framework, names in used.items() if names}
+    if len({tuple(names) for names in used.values()}) < 2:
+        return ""
+    return "⚠ unequal attention: " + "; ".join(
+        f"{framework_name(f)} {', '.join(used[f])}" for f in sorted(used, key=framework_rank))
+
+
 def rests_on_flagged(compared: pd.DataFrame) -> str:
     """'' where the cells a verdict compares (the fastest and the runner-up) carry no noise
     flag (busy or noisy machine, unstable, spread between processes, interval not reached);
@@ -117,7 +133,8 @@ def _row(scenario: str, group: pd.DataFrame, frameworks: list[str]) -> dict:
             row["runner-up"] = f"{_name(second)} ({second.precision})"
         else:
             row |= {"by how much": "the only right answer", "runner-up": "—"}
-    row[UNEQUAL] = unequal_recipes(compiled_recipes(scenario, right))
+    row[UNEQUAL] = " · ".join(filter(None, [unequal_recipes(compiled_recipes(scenario, right)),
+                                            unequal_attention(right)]))
     row[RESTS_ON] = rests_on_flagged(right.head(2))
     for framework in frameworks:
         row[best_of(framework)] = "" if right.empty else _framework_best(
