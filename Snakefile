@@ -35,7 +35,7 @@ rule all:
 
 
 # One run at a time on the results folder, from the first job to the last (see
-# dlbench.runlock); after a failure, the summary and report of everything, failures included.
+# dlbench.run.runlock); after a failure, the summary and report of everything, failures included.
 onstart:
     lock_results_folder()
 

@@ -40,7 +40,7 @@ SIGNIFICANT = ("regression", "improvement")
 
 def measurement_args() -> list[str]:
     """The workflow's default measurement settings as `dlbench run` options."""
-    from dlbench import settings
+    from dlbench.plan import settings
 
     return settings.to_args(settings.defaults())
 
@@ -72,8 +72,8 @@ def stream(folder: Path) -> list[Path]:
 
 def side_folder(files: list[Path], folder: Path, marker: dict | None = None) -> Path:
     """One result set of these runs: their records combined as repeats (in this order)."""
-    from dlbench import result
-    from dlbench.matrix import Cell
+    from dlbench.plan.matrix import Cell
+    from dlbench.records import result
 
     records = [result.read(f) for f in files]
     record = records[0] if len(records) == 1 else \

@@ -40,8 +40,8 @@ def reference(framework: str, model: str, batch: int, seqlen: int, optimization:
               device: str = "cpu") -> float:
     """The median ms of the same step, timed by the reference timer (in this process)."""
     from dlbench.catalogue import recipes
+    from dlbench.catalogue.models import get_model
     from dlbench.frameworks import load_backend, load_ops
-    from dlbench.models import get_model
     from dlbench.scenarios.inference import prepare, token_ids
 
     backend = load_backend(framework, device, THREADS, 1)
@@ -70,7 +70,7 @@ def reference(framework: str, model: str, batch: int, seqlen: int, optimization:
 
 def reference_in_fresh_process(cell: tuple, device: str) -> float:
     """Under the same host lock as a dlbench cell, so that neither meets other cells."""
-    from dlbench import devices
+    from dlbench.run import devices
 
     with devices.exclusive(device):
         done = subprocess.run(

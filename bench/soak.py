@@ -80,8 +80,8 @@ def main() -> int:
 
 def _cell_ids() -> set[str]:
     sys.path.insert(0, str(REPO / "src"))
-    from dlbench import config
-    from dlbench.matrix import expand_cells
+    from dlbench.plan import config
+    from dlbench.plan.matrix import expand_cells
 
     return {c.id for c in expand_cells(config.validate(CONFIG))}
 

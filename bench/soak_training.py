@@ -45,8 +45,9 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from dlbench import config, result  # noqa: E402
-from dlbench.matrix import expand_cells  # noqa: E402
+from dlbench.plan import config  # noqa: E402
+from dlbench.plan.matrix import expand_cells  # noqa: E402
+from dlbench.records import result  # noqa: E402
 
 # config/presets/training.yaml with one epoch of 512 images: 48 cells, 30 of them measured.
 PRESET = yaml.safe_load((REPO / "config/presets/training.yaml").read_text())

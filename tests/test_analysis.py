@@ -11,8 +11,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dlbench import aggregate, result
-from dlbench import record as records
 from dlbench.analysis import (
     compilation,
     correctness,
@@ -35,6 +33,8 @@ from dlbench.analysis.summary import derive, load, of_scenario, scenarios, timed
 from dlbench.measure.flags import NOISY_STEAL_FRACTION, UNSTABLE_RELATIVE_IQR
 from dlbench.measure.sampler import ProcessSampler, Sample
 from dlbench.measure.stats import summarize
+from dlbench.records import aggregate, result
+from dlbench.records import record as records
 from tests.conftest import REPO
 
 matplotlib.use("Agg")

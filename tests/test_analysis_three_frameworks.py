@@ -1,6 +1,6 @@
 """The analysis with a third framework: synthetic summaries of PyTorch, TensorFlow and JAX
 (`jax`, labelled JAX), worked out by hand. Nothing here names the frameworks inside the
-analysis: they come from the registry (dlbench.axes), where the fixture registers JAX if it
+analysis: they come from the registry (dlbench.plan.axes), where the fixture registers JAX if it
 is not there yet."""
 
 import matplotlib
@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from dlbench import axes
 from dlbench.analysis import environment, headline, plots, ratio, train_step, training
 from dlbench.analysis.summary import timed
+from dlbench.plan import axes
 from tests import test_train_step_analysis as steps
 from tests.test_analysis import cell, frame, with_ci
 from tests.test_training import trained_cells

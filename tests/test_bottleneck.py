@@ -11,10 +11,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dlbench import faults, result
 from dlbench.analysis import bottleneck
 from dlbench.data import __main__ as data_cli
-from dlbench.launch.profiler import PROGRAM_VARIABLE
+from dlbench.records import result
+from dlbench.run import faults
+from dlbench.run.profiler import PROGRAM_VARIABLE
 from tests.conftest import tool_env
 
 
@@ -164,8 +165,8 @@ def train(tmp_path, data, pipeline: str, *extra: str, **env: str) -> pd.Series:
     assert done.returncode == 0, done.stderr[-3000:]
     record = result.read(out)
     assert record["status"] == "ok", record["reason"]
-    from dlbench.aggregate import summarize
     from dlbench.analysis.summary import derive
+    from dlbench.records.aggregate import summarize
 
     return derive(summarize([out])).iloc[0]
 

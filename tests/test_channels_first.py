@@ -19,7 +19,7 @@ from dlbench.frameworks import load_backend
 load_backend("tensorflow", "cpu", 2, 1)
 import tensorflow as tf
 from dlbench.frameworks.tensorflow.training import keras_model, keras_weights
-from dlbench.models.vision import MODELS, initial_weights
+from dlbench.catalogue.models.vision import MODELS, initial_weights
 
 spec = MODELS["cnn"]
 weights = initial_weights(spec, 3)

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from dlbench import result
+from dlbench.records import result
 from tests.conftest import tool_env
 
 FAST = ["--warmup-iterations=1", "--min-duration-s=0.05", "--min-iterations=3"]
@@ -73,7 +73,7 @@ def test_inapplicable_cell_does_not_load_a_framework(tmp_path, framework, model,
 
 
 def test_light_import():
-    code = "import sys, dlbench.cli, dlbench.matrix, dlbench.config; " \
+    code = "import sys, dlbench.cli, dlbench.plan.matrix, dlbench.plan.config; " \
            "print(any(m in sys.modules for m in ('torch', 'tensorflow', 'jax', 'transformers')))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True, env=tool_env())

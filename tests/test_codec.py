@@ -9,9 +9,10 @@ import copy
 import jsonschema
 import pytest
 
-from dlbench import cli, codec, config, scenarios, settings
-from dlbench.jobs import job_args
-from dlbench.matrix import expand_cells
+from dlbench import cli, scenarios
+from dlbench.plan import codec, config, settings
+from dlbench.plan.jobs import job_args
+from dlbench.plan.matrix import expand_cells
 from dlbench.scenarios.train_step import TrainStep
 from tests.conftest import TINY_CONFIG
 

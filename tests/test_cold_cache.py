@@ -8,9 +8,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dlbench import result
 from dlbench.analysis import bottleneck
 from dlbench.measure import pagecache
+from dlbench.records import result
 from tests.test_bottleneck import data, train  # noqa: F401 (the fixture)
 
 

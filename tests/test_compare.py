@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from dlbench import aggregate, cli, resultset
+from dlbench import cli
 from dlbench.analysis.compare import (
     DRIFT_FLOOR,
     IMPROVEMENT,
@@ -24,6 +24,7 @@ from dlbench.analysis.compare import (
     mann_whitney,
     paired,
 )
+from dlbench.records import aggregate, resultset
 from tests.conftest import REPO, headless_chrome, snakemake, start_from, tiny_config, tool_env
 
 RUNS = REPO / "tests" / "data" / "v1_results" / "per_cell" / "runs"
@@ -471,7 +472,7 @@ def test_interleaved_sides_see_a_planted_slowdown_in_a_checkout(tmp_path, capsys
 def test_a_workflow_command_line_is_redirected_to_a_rounds_folder(tmp_path):
     """What Snakemake prints for a measuring job becomes a fresh process's argv and
     environment, writing under the round's folder."""
-    from dlbench.interleave import _job, _redirected
+    from dlbench.run.interleave import _job, _redirected
 
     printed = ("PYTHONPATH='/some where/src' /venv/bin/python -m dlbench run "
                "--framework=pytorch --model=tiny-bert --device=cpu --batch=1 --seqlen=8 "

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from dlbench import result
+from dlbench.records import result
 from tests.conftest import tool_env
 
 pytestmark = pytest.mark.slow

@@ -10,7 +10,7 @@ import sys
 import pytest
 import yaml
 
-from dlbench import config
+from dlbench.plan import config
 from tests.conftest import tool_env
 
 VALID = {

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from dlbench import result
 from dlbench.data import DataSetError, check, damage, folder_damage, read_manifest, read_png
 from dlbench.data import __main__ as data_cli
+from dlbench.records import result
 from tests.conftest import snakemake, tool_env
 
 TRAIN, TEST = 20, 10  # 2 and 1 images of each class: every batch of 4 reads every image

@@ -13,7 +13,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dlbench import paths, result
+from dlbench.plan import paths
+from dlbench.records import result
 from tests.conftest import REPO, snakemake, start_from, tiny_config, tool_env
 from tests.test_faults import CELL, PROFILE
 

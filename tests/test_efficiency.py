@@ -8,8 +8,8 @@ import matplotlib
 import numpy as np
 import pytest
 
-from dlbench import flops
 from dlbench.analysis import efficiency, roofline
+from dlbench.measure import flops
 from tests.test_analysis import cell, frame
 
 matplotlib.use("Agg")

@@ -41,7 +41,7 @@ def test_tf32_is_a_precision_of_both_frameworks_on_gpus_only():
 BACKEND = """
 import json
 from dlbench.frameworks import load_backend, load_ops
-from dlbench.models import get_model
+from dlbench.catalogue.models import get_model
 from dlbench.catalogue.recipes import optimizations; OPTIMIZATIONS = optimizations("inference")
 from dlbench.scenarios.inference import token_ids
 backend = load_backend({framework!r}, "cpu", 2, 1)
@@ -163,7 +163,7 @@ import json
 import torch
 from torch.overrides import TorchFunctionMode
 from dlbench.frameworks import load_backend, load_ops
-from dlbench.models import get_model
+from dlbench.catalogue.models import get_model
 from dlbench.catalogue.recipes import optimizations; OPTIMIZATIONS = optimizations("inference")
 from dlbench.scenarios.inference import prepare, token_ids
 
@@ -240,7 +240,7 @@ import json, re
 import torch
 from torch._inductor.utils import run_and_get_code
 from dlbench.frameworks import load_backend, load_ops
-from dlbench.models import get_model
+from dlbench.catalogue.models import get_model
 from dlbench.catalogue.recipes import optimizations; OPTIMIZATIONS = optimizations("inference")
 from dlbench.scenarios.inference import prepare, token_ids
 ops = load_ops(load_backend("pytorch", "cpu", 2, 1), "inference")

@@ -14,8 +14,9 @@ import pandas as pd
 import psutil
 import pytest
 
-from dlbench import config, result
-from dlbench.matrix import expand_cells
+from dlbench.plan import config
+from dlbench.plan.matrix import expand_cells
+from dlbench.records import result
 from tests.conftest import REPO, TINY_CONFIG, snakemake, start_from, tiny_config, tool_env
 
 PROFILE = ["--workflow-profile", str(REPO / "workflow" / "profiles" / "default")]
@@ -351,7 +352,7 @@ def test_the_attempts_of_a_job_stopped_twice_are_counted(tmp_path):
 def test_slurms_reason_for_a_stop(fields, why):
     """What `scontrol show job` says of a job that has just received SIGTERM (seen on
     Slurm 22.05: COMPLETING, with the time limit as its reason, or none after scancel)."""
-    from dlbench.launch.scheduler import slurm_reason
+    from dlbench.run.scheduler import slurm_reason
 
     assert slurm_reason("7", fields) == f"stopped by SLURM: job 7 {why} and received SIGTERM"
 
@@ -360,7 +361,8 @@ def test_slurms_reason_for_a_stop(fields, why):
 def test_recoverys_stand_in_for_a_missing_record_is_no_attempt(tmp_path):
     """The record that recovery writes for a cell without one (its job killed outright, or
     never started) is no known attempt: the job that measures the cell counts none."""
-    from dlbench import recovery, settings
+    from dlbench.plan import settings
+    from dlbench.run import recovery
 
     cell = next(c for c in expand_cells(config.validate(SMALL))
                 if c.id == "pytorch_tiny-bert_cpu_b1_s8_eager")

@@ -5,10 +5,10 @@ import os
 
 import pytest
 
-from dlbench import flops
+from dlbench.catalogue.models import MODELS
+from dlbench.catalogue.models.vision import get_cnn
 from dlbench.frameworks import registry
-from dlbench.models import MODELS
-from dlbench.models.vision import get_cnn
+from dlbench.measure import flops
 
 TINY = [name for name in MODELS if name.startswith("tiny-")]
 

@@ -8,10 +8,11 @@ import sys
 import numpy as np
 import pytest
 
-from dlbench import config, result
 from dlbench.catalogue import recipes
 from dlbench.frameworks import registry
-from dlbench.matrix import expand_cells
+from dlbench.plan import config
+from dlbench.plan.matrix import expand_cells
+from dlbench.records import result
 from dlbench.scenarios.generation import compare_ids
 from tests.conftest import tool_env
 

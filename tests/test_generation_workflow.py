@@ -5,8 +5,9 @@ generation section and the answer-first table."""
 import pandas as pd
 import pytest
 
-from dlbench import config, result
-from dlbench.matrix import expand_cells
+from dlbench.plan import config
+from dlbench.plan.matrix import expand_cells
+from dlbench.records import result
 from tests import report_html
 from tests.conftest import REPO, snakemake, start_from
 

@@ -8,8 +8,9 @@ import time
 import pandas as pd
 import pytest
 
-from dlbench import config, result
-from dlbench.matrix import expand_cells
+from dlbench.plan import config
+from dlbench.plan.matrix import expand_cells
+from dlbench.records import result
 from tests.conftest import REPO, snakemake, start_from, tiny_config, tool_env
 
 PROFILE = ["--workflow-profile", str(REPO / "workflow" / "profiles" / "default")]

@@ -18,7 +18,7 @@ def python(code: str) -> str:
 def test_tensorflow_cell_leaves_the_float32_policy():
     code = """
 from dlbench.frameworks import load_backend, load_ops
-from dlbench.models import get_model
+from dlbench.catalogue.models import get_model
 from dlbench.catalogue.recipes import optimizations; OPTIMIZATIONS = optimizations("inference")
 import tensorflow as tf
 ops = load_ops(load_backend("tensorflow", "cpu", 1, 1), "inference")
@@ -34,7 +34,7 @@ def test_pytorch_compile_cell_restores_the_environment():
     code = """
 import os
 from dlbench.frameworks import load_backend, load_ops
-from dlbench.models import get_model
+from dlbench.catalogue.models import get_model
 from dlbench.catalogue.recipes import optimizations; OPTIMIZATIONS = optimizations("inference")
 from dlbench.scenarios.inference import prepare, token_ids
 os.environ["TRITON_CACHE_DIR"] = "/mine"
@@ -59,8 +59,8 @@ import os
 calls, real = [], os.umask
 os.umask = lambda mask: calls.append(mask) or real(mask)
 os.umask(0o027)
-import dlbench.result, dlbench.cli, dlbench.record
-from dlbench.result import default_file_mode, write_json_atomic
+import dlbench.records.result, dlbench.cli, dlbench.records.record
+from dlbench.records.result import default_file_mode, write_json_atomic
 write_json_atomic("/tmp/dlbench-umask-test.json", {})
 print(calls, oct(default_file_mode()), oct(os.stat("/tmp/dlbench-umask-test.json").st_mode))
 """

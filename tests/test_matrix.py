@@ -6,8 +6,9 @@ import itertools
 import pytest
 import yaml
 
-from dlbench import config, scenarios
-from dlbench.matrix import Cell, expand_cells, group_outputs
+from dlbench import scenarios
+from dlbench.plan import config
+from dlbench.plan.matrix import Cell, expand_cells, group_outputs
 from dlbench.scenarios.inference import cell as inference_cell
 from tests.conftest import REPO, TINY_CONFIG, tiny_config
 

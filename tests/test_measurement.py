@@ -13,10 +13,11 @@ from unittest import mock
 import numpy as np
 import pytest
 
-from dlbench import config, env
+from dlbench.measure import env
 from dlbench.measure.flags import FLAGS, flags
 from dlbench.measure.sampler import ProcessSampler, Sample
 from dlbench.measure.stats import between_processes, median_ci, summarize
+from dlbench.plan import config
 from tests.conftest import REPO, TINY_CONFIG, tool_env
 from tests.test_cli import run_cell
 
@@ -271,7 +272,7 @@ def noisy_flag(result: dict) -> bool:
 def test_busy_machine_is_flagged_by_the_supervisor(tmp_path):
     """The annotated record of a cell whose timed loop shared its cores with another process
     that slowed every iteration alike (low IQR): flagged busy, though not unstable."""
-    from dlbench.record import annotate
+    from dlbench.records.record import annotate
     from tests.test_analysis import V1_RUN
 
     record = json.loads(V1_RUN.read_text())
@@ -362,7 +363,7 @@ def test_nvml_peak_is_the_cells_even_without_a_cpu_window(tmp_path):
     window is None; NVML's peak of the cell still counts, and a repeat's largest wins."""
     from dlbench import scenarios
     from dlbench.measure.sampler import GpuSampler
-    from dlbench.record import annotate
+    from dlbench.records.record import annotate
     from tests.test_analysis import V1_RUN
 
     record = json.loads(V1_RUN.read_text())
@@ -385,7 +386,7 @@ def test_nvml_peak_is_the_cells_even_without_a_cpu_window(tmp_path):
 
 
 def test_new_settings_reach_the_command_line_only_when_they_change_the_protocol():
-    from dlbench import settings
+    from dlbench.plan import settings
 
     v1 = {"warmup_iterations": 1, "min_duration_s": 0.05, "min_iterations": 3,
           "target_ci": 0, "max_duration_s": 30, "retry_noisy": 0, "attention": "sdpa"}

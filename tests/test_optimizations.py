@@ -11,13 +11,13 @@ import sys
 import numpy as np
 import pytest
 
-from dlbench import result
 from dlbench.catalogue import recipes
+from dlbench.catalogue.models import MODELS
 from dlbench.catalogue.precisions import PRECISIONS
 from dlbench.catalogue.recipes import TEST_RECIPES_VARIABLE
 from dlbench.frameworks import cpu_precision_problem, registry
 from dlbench.measure.correctness import compare, load_reference, save_reference
-from dlbench.models import MODELS
+from dlbench.records import result
 from dlbench.scenarios.inference import cell as Cell
 from tests.conftest import REPO, tool_env
 
@@ -198,7 +198,7 @@ import sys
 from pathlib import Path
 from dlbench.frameworks import load_backend, load_ops
 from dlbench.measure.correctness import compare, load_reference
-from dlbench.models import get_model
+from dlbench.catalogue.models import get_model
 from dlbench.catalogue.recipes import optimization
 from dlbench.scenarios.inference import prepare, token_ids
 backend = load_ops(load_backend({framework!r}, "cpu", 2, 1), "inference")

@@ -8,12 +8,13 @@ import pandas as pd
 import pytest
 
 import dlbench
-from dlbench import aggregate, origin, resultset, settings
 from dlbench.analysis import headline, ratio
 from dlbench.analysis.compare import compare
 from dlbench.analysis.status import from_elsewhere
 from dlbench.analysis.summary import derive, timed
-from dlbench.record import finish, new_record
+from dlbench.plan import settings
+from dlbench.records import aggregate, origin, resultset
+from dlbench.records.record import finish, new_record
 from dlbench.scenarios.cell import Cell
 from tests.conftest import snakemake, tiny_config
 from tests.test_analysis import cell

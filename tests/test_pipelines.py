@@ -15,12 +15,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dlbench import result
 from dlbench.catalogue.recipes import declared
 from dlbench.data import __main__ as data_cli
 from dlbench.data import pipeline as pipelines
 from dlbench.frameworks import registry
 from dlbench.measure.training import efficiency, throughput
+from dlbench.records import result
 from tests.conftest import tool_env
 
 BATCH = 8
@@ -68,7 +68,7 @@ import torch
 from dlbench.data import read_manifest
 from dlbench.data.pipeline import parse, variants
 from dlbench.frameworks import load_backend, load_ops
-from dlbench.models.vision import MODELS, initial_weights
+from dlbench.catalogue.models.vision import MODELS, initial_weights
 from dlbench.catalogue.optimizers import OPTIMIZERS
 from dlbench.catalogue.recipes import optimizations; OPTIMIZATIONS = optimizations("training")
 framework, recipes, manifest = {framework!r}, {recipes!r}, read_manifest({manifest!r})
@@ -227,7 +227,7 @@ def test_training_records_of_protocol_1_still_load(tmp_path):
     """A record written by dlbench before the wall-time statistic (main at f489bb2: the
     throughput and the ablation over the median step) is still read and aggregated; its
     figures keep their columns, the new ones stay empty."""
-    from dlbench.aggregate import summarize
+    from dlbench.records.aggregate import summarize
 
     row = summarize([OLD_RECORD]).iloc[0]
     assert row["status"] == "ok" and row["samples_per_s"] > 0
@@ -247,7 +247,7 @@ from dlbench.data import read_manifest
 from dlbench.data.pipeline import parse
 from dlbench.frameworks import load_backend, load_ops
 from dlbench.measure.training import ablation
-from dlbench.models.vision import MODELS, initial_weights
+from dlbench.catalogue.models.vision import MODELS, initial_weights
 from dlbench.catalogue.optimizers import OPTIMIZERS
 from dlbench.catalogue.recipes import optimization
 backend = load_backend({framework!r}, "cpu", 2, 1)
@@ -300,7 +300,7 @@ from dlbench.data import read_manifest
 from dlbench.data.pipeline import parse
 from dlbench.frameworks import load_backend, load_ops
 from dlbench.measure.training import ablation, run_step
-from dlbench.models.vision import MODELS, initial_weights
+from dlbench.catalogue.models.vision import MODELS, initial_weights
 from dlbench.catalogue.optimizers import OPTIMIZERS
 from dlbench.catalogue.recipes import optimizations; OPTIMIZATIONS = optimizations("training")
 backend = load_backend("pytorch", "cpu", 2, 1)

@@ -10,8 +10,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from dlbench import config, result
-from dlbench.matrix import expand_cells
+from dlbench.plan import config
+from dlbench.plan.matrix import expand_cells
+from dlbench.records import result
 from tests.conftest import REPO, snakemake, start_from
 
 PRESET = REPO / "config" / "presets" / "hf2019.yaml"

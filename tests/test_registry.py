@@ -12,11 +12,12 @@ from typing import Any
 
 import pytest
 
-from dlbench import env, peak, scenarios
-from dlbench.axes import DEVICES, FRAMEWORK_LABELS, FRAMEWORKS
+from dlbench import scenarios
+from dlbench.catalogue.models import FAMILIES
 from dlbench.frameworks import registry
 from dlbench.frameworks.conformance import problems
-from dlbench.models import FAMILIES
+from dlbench.measure import env, peak
+from dlbench.plan.axes import DEVICES, FRAMEWORK_LABELS, FRAMEWORKS
 from dlbench.scenarios.inference_ops import InferenceOps
 from tests.conftest import REPO, tool_env
 

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from bs4 import BeautifulSoup
 
-from dlbench import origin, provenance
+from dlbench.records import origin, provenance
 from dlbench.report import render, section_files
 from dlbench.report.format import fmt_ms, na
 from tests import report_html

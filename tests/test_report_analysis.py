@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from bs4 import BeautifulSoup
 
-from dlbench import provenance
 from dlbench.analysis import headline, memory, plots_size, scaling
 from dlbench.analysis.reproduce import reproduce
 from dlbench.catalogue import recipes
+from dlbench.records import provenance
 from dlbench.report.page import LONG_WORDS, anchor, finish
 from tests.test_analysis import cell, frame
 

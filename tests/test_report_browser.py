@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from bs4 import BeautifulSoup
 
-from dlbench import provenance
+from dlbench.records import provenance
 from dlbench.report import render
 from tests.conftest import REPO, headless_chrome
 from tests.test_report import CONFIG, fixture_summary, render_fixture

@@ -1,14 +1,14 @@
 """The report executed on a synthetic summary with a third framework (`jax`): every section
 runs, and the answer, the latency sheets, the ratio tables and the figures show all three.
 The notebook runs in its own process, so JAX's label is whatever the registry gives it
-(dlbench.axes: 'jax' until JAX registers as 'JAX')."""
+(dlbench.plan.axes: 'jax' until JAX registers as 'JAX')."""
 
 import json
 
 import pandas as pd
 import pytest
 
-from dlbench import provenance
+from dlbench.records import provenance
 from dlbench.report import render
 from dlbench.report.format import framework_name
 from tests import report_html

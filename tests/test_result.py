@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from dlbench import aggregate, result
+from dlbench.records import aggregate, result
 
 
 def record(**changes) -> dict:

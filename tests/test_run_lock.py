@@ -1,4 +1,4 @@
-"""One run at a time on a results folder (dlbench.runlock): a second run is refused with a
+"""One run at a time on a results folder (dlbench.run.runlock): a second run is refused with a
 message naming the first, whichever way it reaches the folder, and the first loses nothing."""
 
 import os
@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from dlbench import paths, runlock
+from dlbench.plan import paths
+from dlbench.run import runlock
 from tests.conftest import BIN, REPO, snakemake, start_from, tool_env
 from tests.test_faults import PROFILE, SMALL
 

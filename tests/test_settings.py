@@ -3,7 +3,8 @@ and `dlbench run`'s options derive from it, and a config survives the round trip
 
 import pytest
 
-from dlbench import cli, config, settings
+from dlbench import cli
+from dlbench.plan import config, settings
 from tests.conftest import TINY_CONFIG, tiny_config
 
 

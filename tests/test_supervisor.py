@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from dlbench.launch.supervisor import Limits, run_jobs
 from dlbench.measure.sampler import ProcessSampler
+from dlbench.run.supervisor import Limits, run_jobs
 
 LIMITS = Limits(timeout_s=5, memory_mb=4096, sample_hz=100)
 

@@ -6,11 +6,12 @@ import time
 import numpy as np
 import pytest
 
-from dlbench import cli, config
-from dlbench.matrix import Cell, expand_cells
+from dlbench import cli
 from dlbench.measure.parts import Step, TimedParts
 from dlbench.measure.stats import summarize
 from dlbench.measure.timing import PhaseClock, steady_state
+from dlbench.plan import config
+from dlbench.plan.matrix import Cell, expand_cells
 from dlbench.scenarios import get
 from dlbench.scenarios.train_step import reference_loss
 

@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from dlbench import result
 from dlbench.catalogue import recipes
 from dlbench.frameworks import registry
+from dlbench.records import result
 from tests.conftest import tool_env
 
 # Real `dlbench run` processes in every framework: end-to-end, left out of the quick subset.

@@ -11,12 +11,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dlbench import config, result
+from dlbench.catalogue.models.vision import MODELS, initial_weights
 from dlbench.data import __main__ as data_cli
 from dlbench.data import cifar10, read_manifest, synthetic
 from dlbench.data.pipeline import parse
-from dlbench.matrix import expand_cells
-from dlbench.models.vision import MODELS, initial_weights
+from dlbench.plan import config
+from dlbench.plan.matrix import expand_cells
+from dlbench.records import result
 from tests.conftest import tool_env
 
 CNN = MODELS["cnn"]
@@ -52,7 +53,7 @@ import sys, json
 import numpy as np
 from dlbench.frameworks import load_backend, load_ops
 from dlbench.data.synthetic import generate
-from dlbench.models.vision import MODELS, initial_weights
+from dlbench.catalogue.models.vision import MODELS, initial_weights
 from dlbench.catalogue.recipes import optimizations; OPTIMIZATIONS = optimizations("training")
 ops = load_ops(load_backend({framework!r}, "cpu", 2, 1), "training")
 model = ops.build(MODELS["cnn"], initial_weights(MODELS["cnn"], 7), OPTIMIZATIONS["eager"])
@@ -292,10 +293,10 @@ def test_the_match_tells_two_different_models_from_the_same_one(tmp_path, digits
     and one seed a side is too few (seen with 3 epochs, 4 seeds each: PyTorch
     90.0/90.0/89.4/93.6%, JAX 94.2/90.5/90.8/87.7%, TensorFlow 88.6/90.5/89.4/86.6%; and
     PyTorch's seed 0 at 82.7% in another run, where JAX's two seeds averaged 92.3%)."""
-    from dlbench import aggregate
     from dlbench.analysis import training
     from dlbench.analysis.summary import derive
     from dlbench.frameworks import registry
+    from dlbench.records import aggregate
 
     same = ["--batch=32", "--optimizer=adam", "--no-ablation", "--no-breakdown"]
 

@@ -10,7 +10,7 @@ the v1 files into its summary.
 The fixture's configs name the protocol their cells were measured with where a later
 default differs from it: `target_ci: 0` (fixed durations, as v1 measured; adaptive stopping
 is the default now). A setting that keeps its v1 value stays off the command line
-(dlbench.settings), so the cells' command lines are those of v1.
+(dlbench.plan.settings), so the cells' command lines are those of v1.
 """
 
 import os

@@ -7,8 +7,9 @@ import pandas as pd
 import pytest
 from bs4 import BeautifulSoup
 
-from dlbench import config, result
-from dlbench.matrix import expand_cells
+from dlbench.plan import config
+from dlbench.plan.matrix import expand_cells
+from dlbench.records import result
 from dlbench.report.format import fmt_ms, framework_name, na
 from tests import report_html
 from tests.conftest import REPO, TINY_CONFIG, headless_chrome, snakemake

@@ -7,10 +7,12 @@ import sys
 import time
 from pathlib import Path
 
-from dlbench import paths, result, scenarios, settings
-from dlbench.axes import DEVICES, FRAMEWORKS
+from dlbench import scenarios
 from dlbench.catalogue.precisions import PRECISIONS
-from dlbench.matrix import DEFAULT_SCENARIO, Cell
+from dlbench.plan import paths, settings
+from dlbench.plan.axes import DEVICES, FRAMEWORKS
+from dlbench.plan.matrix import DEFAULT_SCENARIO, Cell
+from dlbench.records import result
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -93,7 +95,7 @@ def _parser(scenario_name: str = DEFAULT_SCENARIO) -> argparse.ArgumentParser:
     peak.add_argument("--size", type=int, action="append",
                       help="the matrices' side, repeatable (default: sizes where the "
                       "product is compute-bound)")
-    from dlbench.peak import LIBRARIES
+    from dlbench.measure.peak import LIBRARIES
 
     which = peak.add_mutually_exclusive_group()
     which.add_argument("--library", choices=list(LIBRARIES),
@@ -156,7 +158,7 @@ def run_cells(args: argparse.Namespace) -> list[Cell]:
 
 
 def _run(args: argparse.Namespace, process_start: float) -> int:
-    from dlbench.launch import run
+    from dlbench.run import job as run
 
     scenario = scenarios.get(args.scenario)
     cells = run_cells(args)
@@ -187,8 +189,8 @@ def _check(path: Path) -> int:
     """Validate a config before a long run: every problem at once, then what would run."""
     from collections import Counter
 
-    from dlbench import config
-    from dlbench.matrix import expand_cells
+    from dlbench.plan import config
+    from dlbench.plan.matrix import expand_cells
 
     try:
         cells = expand_cells(config.load_file(path))
@@ -203,10 +205,10 @@ def _check(path: Path) -> int:
 
 
 def _list() -> int:
+    from dlbench.catalogue.models import MODELS
+    from dlbench.catalogue.models.vision import MODELS as CNNS
     from dlbench.catalogue.optimizers import OPTIMIZERS
     from dlbench.data.pipeline import __doc__ as pipelines
-    from dlbench.models import MODELS
-    from dlbench.models.vision import MODELS as CNNS
     from dlbench.scenarios.training import DATASETS
 
     print("scenarios:")
@@ -261,7 +263,7 @@ def _command(args: argparse.Namespace, process_start: float) -> int:
     if args.command == "run":
         return _run(args, process_start)
     if args.command == "aggregate":
-        from dlbench.aggregate import aggregate
+        from dlbench.records.aggregate import aggregate
 
         try:
             aggregate(args.results, args.parquet, args.csv, args.mix_foreign)
@@ -271,14 +273,14 @@ def _command(args: argparse.Namespace, process_start: float) -> int:
         if args.provenance:
             import json
 
-            from dlbench import provenance
+            from dlbench.records import provenance
 
             provenance.write(args.provenance, json.loads(args.config), args.configfiles)
         return 0
     if args.command == "check":
         return _check(args.config)
     if args.command == "compare":
-        from dlbench import compare
+        from dlbench.report import compare
 
         outputs = dict(csv=args.csv, html=args.html, notebook=args.notebook or compare.NOTEBOOK,
                        executed=args.executed)
@@ -292,7 +294,7 @@ def _command(args: argparse.Namespace, process_start: float) -> int:
                                            args.rounds, args.configfile, **outputs)
         return compare.run(args.baseline, args.new, **outputs)
     if args.command == "peak":
-        from dlbench import peak
+        from dlbench.measure import peak
 
         print(peak.describe(peak.write(args.device, args.precision, args.threads, args.out,
                                        args.seconds, args.size, args.library,

@@ -19,9 +19,10 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from dlbench import devices, env
 from dlbench.catalogue import recipes
-from dlbench.models import MODELS, get_model
+from dlbench.catalogue.models import MODELS, get_model
+from dlbench.measure import env
+from dlbench.run import devices
 
 if TYPE_CHECKING:
     from dlbench.scenarios.inference_ops import ReferenceOps

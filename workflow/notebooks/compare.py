@@ -20,7 +20,7 @@ import matplotlib.pyplot as plt
 
 from dlbench.analysis import plots
 from dlbench.analysis.compare import NOT_COMPARED, readable
-from dlbench.compare import comparison as compared_sets
+from dlbench.report.compare import comparison as compared_sets
 from dlbench.report.display import say, show
 from dlbench.report.format import count, md_code
 

@@ -9,11 +9,11 @@ sys.path.insert(0, SRC)
 
 from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
-from dlbench import config as dlbench_config
-from dlbench import paths
+from dlbench.plan import config as dlbench_config
+from dlbench.plan import paths
 from dlbench.frameworks import registry as frameworks
-from dlbench.jobs import job_args
-from dlbench.matrix import expand_cells, group_outputs
+from dlbench.plan.jobs import job_args
+from dlbench.plan.matrix import expand_cells, group_outputs
 
 # `--config` values arrive as strings: read them as YAML, like a config file's.
 dlbench_config.type_command_line(config, workflow.config_settings.overwrite_config)
@@ -191,14 +191,14 @@ def cell_cluster_resources():
 CELL_CLUSTER_RESOURCES = cell_cluster_resources()
 
 
-# The results folder's lock while this run holds it: one run at a time (dlbench.runlock).
+# The results folder's lock while this run holds it: one run at a time (dlbench.run.runlock).
 RESULTS_LOCK = None
 
 
 def lock_results_folder():
     """Refuse to start if another run is using the results folder."""
     global RESULTS_LOCK
-    from dlbench import runlock
+    from dlbench.run import runlock
 
     try:
         RESULTS_LOCK = runlock.acquire(Path(paths.RUN_LOCK))
@@ -207,14 +207,14 @@ def lock_results_folder():
 
 
 def unlock_results_folder():
-    from dlbench import runlock
+    from dlbench.run import runlock
 
     runlock.release(RESULTS_LOCK)
 
 
 def report_after_failure():
-    """Summary and report even when cells crashed or timed out (see dlbench.recovery)."""
-    from dlbench import recovery
+    """Summary and report even when cells crashed or timed out (see dlbench.run.recovery)."""
+    from dlbench.run import recovery
 
     try:
         recovery.summarize_failed_run(
@@ -285,7 +285,7 @@ def reference_constraint(field):
 def reference_mem_mb(wildcards, attempt):
     """Host memory of a reference job: the fp32 weights about twice over, plus the framework
     (XLM-2048's weights job peaked at 2.9 GB, its batch-8 reference output at 4.1 GB)."""
-    from dlbench.models import get_model
+    from dlbench.catalogue.models import get_model
 
     return int((2000 + 8 * get_model(wildcards.model).millions) * attempt)
 

@@ -1,11 +1,11 @@
 # The ceiling of the report's efficiency section, per device, precision and thread count of
 # the matrix's cells: the matrix product of every library the matrix's frameworks use
-# (dlbench.peak.LIBRARIES), each measured by a job of its own in its framework's
+# (dlbench.measure.peak.LIBRARIES), each measured by a job of its own in its framework's
 # environment (peak_library), then joined into one record that names the best (peak).
 # Its files are kept like the reference weights: measured once, read by every later report.
 # A library job holds the device's lock while it multiplies, as a timing cell does (and
 # asks for cpu_timing or the GPU, and the cells' SLURM resources, like one).
-from dlbench.peak import LIBRARIES, library_paths
+from dlbench.measure.peak import LIBRARIES, library_paths
 
 localrules:
     peak,
@@ -21,7 +21,7 @@ PEAK_FRAMEWORKS = {
 
 rule peak_library:
     output:
-        # The paths are dlbench.paths', with the wildcards in them.
+        # The paths are dlbench.plan.paths', with the wildcards in them.
         paths.peak_library("{device}", "{precision}", "{threads}", "{library}"),
     log:
         paths.peak_library_log("{device}", "{precision}", "{threads}", "{library}"),

@@ -4,11 +4,11 @@
 # its job and leaves its record in results/failed/); measure_group - with
 # measurement.process: per_group, one job and one process per group of cells that differ
 # only in their sizes, writing the same per-cell results (a crash is that cell's `error`,
-# the others are kept). Paths and ids come from the cells (dlbench.matrix).
+# the others are kept). Paths and ids come from the cells (dlbench.plan.matrix).
 # The shell commands and params are those of v1 for inference cells: Snakemake compares
 # them with what it recorded, and a change would measure every finished cell again.
 
-# Where a cell's record goes if it crashes or times out (dlbench.paths, as a pattern).
+# Where a cell's record goes if it crashes or times out (dlbench.plan.paths, as a pattern).
 FAILED_OUT = paths.failed("{wildcards.cell}")
 
 if SINGLE:

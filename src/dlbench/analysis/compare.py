@@ -35,8 +35,8 @@ import pandas as pd
 
 from dlbench.analysis import uncertainty
 from dlbench.analysis.environment import all_fields, fields, precision_settings
+from dlbench.records.resultset import ResultSet
 from dlbench.report.format import count, fmt_fixed, fmt_ms, fmt_percent
-from dlbench.resultset import ResultSet
 
 ALPHA = 0.05
 # The change that two runs of identical code measured one after the other can show

@@ -1,5 +1,5 @@
-"""Efficiency against the machine's limit: what each timed cell computes (dlbench.flops),
-the FLOP/s it achieved, and the fraction of the measured GEMM peak (dlbench.peak) of its
+"""Efficiency against the machine's limit: what each timed cell computes (dlbench.measure.flops),
+the FLOP/s it achieved, and the fraction of the measured GEMM peak (dlbench.measure.peak) of its
 device, precision and thread count: the best library's matrix product, named, with each
 framework's own default library's rate beside it (`own GEMM`), so that a gap between the
 frameworks that is a gap between their libraries shows.
@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dlbench import flops
 from dlbench.analysis.summary import axes
-from dlbench.axes import FRAMEWORKS
+from dlbench.measure import flops
+from dlbench.plan.axes import FRAMEWORKS
 from dlbench.report.format import fmt_ms, fmt_percent, framework_name, md_text, na
 
 SCENARIOS = ("inference", "training", "train_step")

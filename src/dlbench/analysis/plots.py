@@ -8,10 +8,10 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullLocator
 
-from dlbench import axes
 from dlbench.analysis.ratio import FASTEST
 from dlbench.analysis.speedup import Panel
 from dlbench.analysis.uncertainty import TIE
+from dlbench.plan import axes
 from dlbench.report.format import framework_name, framework_rank
 
 # A framework's colour is its place in the registry (PyTorch blue, TensorFlow orange, the

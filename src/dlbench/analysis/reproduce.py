@@ -1,6 +1,6 @@
 """What re-running this report's matrix takes: the command, the config as YAML, and the
 identities of the code, the software and the environment — from the provenance that
-aggregation wrote (dlbench.provenance) and the environment every cell recorded."""
+aggregation wrote (dlbench.records.provenance) and the environment every cell recorded."""
 
 from dataclasses import dataclass
 

@@ -4,8 +4,8 @@ never listed among the cells that failed; and which cells come from elsewhere.""
 
 import pandas as pd
 
-from dlbench import origin
-from dlbench.axes import OTHER_FRAMEWORK
+from dlbench.plan.axes import OTHER_FRAMEWORK
+from dlbench.records import origin
 from dlbench.report.format import framework_name, framework_rank
 
 STATUSES = ["ok", "oom", "unsupported", "error"]
@@ -49,7 +49,7 @@ def untimed(frame: pd.DataFrame) -> pd.DataFrame:
 def from_elsewhere(summary: pd.DataFrame) -> pd.DataFrame:
     """cell_id, status, where it comes from and whether it is compared, for every cell of
     the summary (as aggregated, before `derive` leaves any out) from another machine or
-    dlbench version than the run's (dlbench.origin)."""
+    dlbench version than the run's (dlbench.records.origin)."""
     if origin.FOREIGN not in summary:
         return pd.DataFrame(columns=["cell_id", "status", "from", "compared"])
     cells = summary[summary[origin.FOREIGN].notna()].sort_values("cell_id")

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dlbench import origin
 from dlbench import scenarios as registry
 from dlbench.catalogue.recipes import recorded_precision
+from dlbench.records import origin
 
 # Summaries written before scenarios existed hold inference cells only.
 DEFAULT_SCENARIO = "inference"
@@ -43,7 +43,7 @@ def derive(summary: pd.DataFrame) -> pd.DataFrame:
     speedup       eager_ms / median_ms: above 1, faster than eager
 
     Cells from another machine or dlbench version than the run's that aggregation left
-    out of the comparisons (dlbench.origin; `report.mix_foreign`) are not in it: no answer,
+    out of the comparisons (dlbench.records.origin; `report.mix_foreign`) are not in it: no answer,
     ratio, table or plot compares them (status.from_elsewhere lists them).
     """
     frame = summary.copy()

@@ -9,8 +9,8 @@ import sys
 import time
 from pathlib import Path
 
-from dlbench import devices
 from dlbench.data import MANIFEST, DataSetError, damage, read_manifest, write
+from dlbench.run import devices
 
 SOURCES = ("synthetic", "digits", "cifar10")
 

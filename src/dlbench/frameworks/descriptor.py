@@ -9,7 +9,7 @@ from types import MappingProxyType
 
 @dataclass(frozen=True)
 class GemmLibrary:
-    """A library whose matrix product bounds the framework's cells (dlbench.peak)."""
+    """A library whose matrix product bounds the framework's cells (dlbench.measure.peak)."""
 
     key: str  # its name in paths and commands, e.g. "torch-matmul"
     name: str  # as the report names it
@@ -25,7 +25,7 @@ class Framework:
     environment: str  # its conda environment file, relative to the repository
     # Its packages whose versions every result's environment fingerprint records.
     distributions: tuple[str, ...]
-    # The transformers class of each model family (dlbench.models.FAMILIES); a family
+    # The transformers class of each model family (dlbench.catalogue.models.FAMILIES); a family
     # missing here has no class in this framework, and its cells are `unsupported`.
     model_classes: Mapping[str, str]
     # The libraries whose matrix products are measured for the machine's peak, its

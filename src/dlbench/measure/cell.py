@@ -7,17 +7,18 @@ import traceback
 from functools import partial
 from pathlib import Path
 
-from dlbench import env, faults, result
 from dlbench.data.pipeline import LoaderDied
-from dlbench.launch import profiler
+from dlbench.measure import env
 from dlbench.measure.memory import PhaseMemory, rss_mb
 from dlbench.measure.timing import PhaseClock
-from dlbench.record import new_record
+from dlbench.records import result
+from dlbench.records.record import new_record
+from dlbench.run import faults, profiler
 
 
 def measure_cells(tasks: list, paths: list[Path], start: float, repeat: int,
                   settings: dict) -> None:
-    """Runs in the measuring child (the supervisor's work). tasks: dlbench.launch.run.Task;
+    """Runs in the measuring child (the supervisor's work). tasks: dlbench.run.job.Task;
     start: when the cost of the first cell starts (the process's start); repeat: which of
     the cells' fresh processes this is (training seeds each one differently)."""
     # Thread pools read these when the framework loads; Snakemake's values must not win.

@@ -19,8 +19,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from dlbench.records.result import naming_a_full_disk, write_text_atomic
 from dlbench.report.page import figure_texts, finish
-from dlbench.result import naming_a_full_disk, write_text_atomic
 
 if TYPE_CHECKING:
     from nbformat import NotebookNode

@@ -17,11 +17,11 @@ import itertools
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from dlbench.axes import FRAMEWORKS
 from dlbench.catalogue import recipes
-from dlbench.codec import Codec
 from dlbench.measure.flags import cell_flags
 from dlbench.measure.stats import between_processes, relative_half_width, summarize
+from dlbench.plan.axes import FRAMEWORKS
+from dlbench.plan.codec import Codec
 from dlbench.scenarios.cell import Cell
 
 # The registry's API, read here as before it had its own module.
@@ -51,7 +51,7 @@ class Axis:
 
     def schema(self) -> dict:
         """Its values' JSON schema: the config's list items, and `dlbench run --<name>`'s
-        values (dlbench.codec)."""
+        values (dlbench.plan.codec)."""
         if self.type is int:
             return {"type": "integer", "minimum": 1}
         if self.choices:
@@ -109,7 +109,7 @@ class Scenario:
     def settings_schema(self) -> dict:
         """JSON-schema properties (with defaults) of the section's keys that are settings of
         every cell rather than axes (training: epochs, learning rates, …): declared once,
-        carried to the cell's process by dlbench.codec."""
+        carried to the cell's process by dlbench.plan.codec."""
         return {}
 
     def settings_codec(self) -> Codec:

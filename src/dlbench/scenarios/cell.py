@@ -1,11 +1,11 @@
 """A cell of the matrix: (scenario, framework, model, device, optimization, sizes), its id,
-its paths and its `dlbench run` options (dlbench.matrix expands a config into cells). It
+its paths and its `dlbench run` options (dlbench.plan.matrix expands a config into cells). It
 finds its scenario through the registry, without importing the scenarios."""
 
 from dataclasses import dataclass
 from typing import Any
 
-from dlbench import paths
+from dlbench.plan import paths
 from dlbench.scenarios.registry import get
 
 # The scenario a command line means when it names none (v1's only one).

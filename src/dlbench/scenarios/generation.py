@@ -26,10 +26,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dlbench import paths
 from dlbench.catalogue import recipes
+from dlbench.catalogue.models import MODELS, get_model
 from dlbench.frameworks import registry
-from dlbench.models import MODELS, get_model
+from dlbench.plan import paths
 from dlbench.scenarios import Axis, Scenario, register
 from dlbench.scenarios._compilation import COMPILATION_SCHEMA
 from dlbench.scenarios.generation_ops import GenerationOps

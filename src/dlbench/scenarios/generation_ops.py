@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     import numpy as np
 
+    from dlbench.catalogue.models import ModelSpec
     from dlbench.catalogue.recipes import Optimization
-    from dlbench.models import ModelSpec
 
 
 @dataclass

@@ -10,12 +10,12 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dlbench import paths
 from dlbench.catalogue import recipes
+from dlbench.catalogue.models import MODELS, ModelSpec, get_model
 from dlbench.catalogue.precisions import MIXED, PRECISIONS
 from dlbench.catalogue.recipes import Optimization
 from dlbench.frameworks import registry
-from dlbench.models import MODELS, ModelSpec, get_model
+from dlbench.plan import paths
 from dlbench.scenarios import Axis, Scenario, register
 from dlbench.scenarios._compilation import COMPILATION_SCHEMA
 from dlbench.scenarios.inference_ops import InferenceOps

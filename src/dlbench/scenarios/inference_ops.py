@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     import numpy as np
 
+    from dlbench.catalogue.models import ModelSpec
     from dlbench.catalogue.recipes import Optimization
-    from dlbench.models import ModelSpec
 
 # A recipe: (model, inputs, optimization) → the step that the timed loop calls, returning
 # the model's output (tracing and compilation happen when the recipe is applied).

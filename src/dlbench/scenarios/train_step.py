@@ -16,8 +16,8 @@ import time
 from typing import TYPE_CHECKING
 
 from dlbench.catalogue import recipes
+from dlbench.catalogue.models import MODELS, get_model
 from dlbench.catalogue.optimizers import OPTIMIZERS
-from dlbench.models import MODELS, get_model
 from dlbench.scenarios import Axis, Scenario, register
 from dlbench.scenarios._compilation import COMPILATION_SCHEMA
 from dlbench.scenarios._optimizer import OPTIMIZER_AXIS, OptimizerSettings

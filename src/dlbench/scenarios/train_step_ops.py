@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     import numpy as np
 
+    from dlbench.catalogue.models import ModelSpec
     from dlbench.catalogue.optimizers import Optimizer
     from dlbench.catalogue.recipes import Optimization
     from dlbench.measure.parts import Step
-    from dlbench.models import ModelSpec
 
 
 class TrainStepOps(Protocol):

@@ -15,12 +15,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dlbench import paths
 from dlbench.catalogue import recipes
+from dlbench.catalogue.models.vision import MODELS as CNNS
+from dlbench.catalogue.models.vision import get_cnn, initial_weights
 from dlbench.catalogue.optimizers import OPTIMIZERS
 from dlbench.data import pipeline as pipelines
-from dlbench.models.vision import MODELS as CNNS
-from dlbench.models.vision import get_cnn, initial_weights
+from dlbench.plan import paths
 from dlbench.scenarios import Axis, Scenario, register
 from dlbench.scenarios._compilation import COMPILATION_SCHEMA
 from dlbench.scenarios._optimizer import OPTIMIZER_AXIS, OptimizerSettings

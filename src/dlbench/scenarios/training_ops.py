@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     import numpy as np
 
+    from dlbench.catalogue.models.vision import CNN
     from dlbench.catalogue.optimizers import Optimizer
     from dlbench.catalogue.recipes import Optimization
     from dlbench.data.pipeline import Pipeline
     from dlbench.measure.training import Step
-    from dlbench.models.vision import CNN
 
 
 class TrainingOps(Protocol):

@@ -4,7 +4,6 @@
 summary = "results/summary.parquet"
 
 # %%
-from dlbench import provenance
 from dlbench.analysis.quality import quality
 from dlbench.analysis.reproduce import reproduce
 from dlbench.analysis.startup import startup
@@ -15,6 +14,7 @@ from dlbench.measure.flags import (
     SPREAD_BETWEEN_PROCESSES_CV,
     UNSTABLE_RELATIVE_IQR,
 )
+from dlbench.records import provenance
 from dlbench.report.display import say, show
 from dlbench.report.format import blank_repeats, md_code_block
 

@@ -16,9 +16,9 @@ import jax.numpy as jnp
 import numpy as np
 import transformers
 
+from dlbench.catalogue.models import ModelSpec
 from dlbench.catalogue.recipes import Optimization
 from dlbench.frameworks.jax.inference import _DTYPES, Model, _load_pytorch_weights
-from dlbench.models import ModelSpec
 from dlbench.scenarios.generation_ops import Decoder
 
 # The causal-LM class of each decoder family (its head tied to the word embeddings).

@@ -29,9 +29,9 @@ import jax.numpy as jnp
 import numpy as np
 import transformers
 
+from dlbench.catalogue.models import ModelSpec
 from dlbench.catalogue.recipes import Optimization
 from dlbench.frameworks.jax.about import FRAMEWORK
-from dlbench.models import ModelSpec
 
 _DTYPES = {"bf16": jnp.bfloat16, "fp16": jnp.float16}
 # Primitives that move, view, convert or create arrays without computing on them: left out

@@ -21,12 +21,12 @@ import numpy as np
 import optax
 from flax.traverse_util import flatten_dict
 
+from dlbench.catalogue.models import ModelSpec
 from dlbench.catalogue.optimizers import Optimizer
 from dlbench.catalogue.recipes import Optimization
 from dlbench.frameworks.jax.inference import JaxInference, Model
 from dlbench.frameworks.jax.optimizer import INITIAL_SCALE, describe, make_optimizer, scaled_update
 from dlbench.measure.parts import Step
-from dlbench.models import ModelSpec
 
 FORWARD_BACKWARD, OPTIMIZER = "forward_backward", "optimizer"
 

@@ -21,19 +21,19 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from dlbench.catalogue.models.vision import CNN
 from dlbench.catalogue.optimizers import Optimizer
 from dlbench.catalogue.recipes import Optimization
 from dlbench.data import decode
 from dlbench.data.pipeline import PAD, Pipeline
 from dlbench.frameworks.jax.loader import EpochSlots, LoadImage, SharedImages, exit_with_parent
 from dlbench.frameworks.jax.optimizer import INITIAL_SCALE, make_optimizer, scaled_update
-from dlbench.models.vision import CNN
 
 _COMPUTE = {"bf16": jnp.bfloat16, "fp16": jnp.float16}
 
 
 class Net(nn.Module):
-    """The CNN of dlbench.models.vision, layer for layer, NHWC (Flax's layout), computing
+    """The CNN of dlbench.catalogue.models.vision, layer for layer, NHWC (Flax's layout), computing
     in `dtype` with float32 parameters and float32 logits."""
 
     spec: CNN

@@ -1,4 +1,4 @@
-"""PyTorch's matrix products for the machine's peak (dlbench.peak): one square product per
+"""PyTorch's matrix products for the machine's peak (dlbench.measure.peak): one square product per
 call, through the library a PyTorch program reaches.
 
 - `torch.matmul`: the default path of every eager layer (aten::mm/addmm → MKL's sgemm in

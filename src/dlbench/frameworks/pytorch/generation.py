@@ -16,10 +16,10 @@ import numpy as np
 import torch
 import transformers
 
+from dlbench.catalogue.models import ModelSpec
 from dlbench.catalogue.recipes import Optimization
 from dlbench.frameworks.pytorch import dynamo
 from dlbench.frameworks.pytorch.inference import _check_loading
-from dlbench.models import ModelSpec
 from dlbench.scenarios.generation_ops import Decoder
 
 # The causal-LM class of each decoder family (its head tied to the word embeddings).

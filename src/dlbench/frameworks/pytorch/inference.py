@@ -25,10 +25,10 @@ import numpy as np
 import torch
 import transformers
 
+from dlbench.catalogue.models import ModelSpec
 from dlbench.catalogue.recipes import Optimization
 from dlbench.frameworks.pytorch import dynamo
 from dlbench.frameworks.pytorch.about import FRAMEWORK
-from dlbench.models import ModelSpec
 
 _AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
 # Ops that move, view or create tensors without computing on them: left out of the record
@@ -92,7 +92,7 @@ class PyTorchInference:
             model.save_pretrained(tmp, safe_serialization=True, max_shard_size="1000GB")
             os.replace(Path(tmp) / "config.json", path.with_name("config.json"))
             weights = Path(tmp) / "model.safetensors"
-            from dlbench.result import default_file_mode
+            from dlbench.records.result import default_file_mode
 
             os.chmod(weights, default_file_mode())  # safetensors makes it private (0600)
             os.replace(weights, path)

@@ -12,13 +12,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from dlbench.catalogue.models import ModelSpec
 from dlbench.catalogue.optimizers import Optimizer
 from dlbench.catalogue.recipes import Optimization
 from dlbench.frameworks.pytorch import dynamo
 from dlbench.frameworks.pytorch.inference import PyTorchInference
 from dlbench.frameworks.pytorch.training import make_optimizer
 from dlbench.measure.parts import Step
-from dlbench.models import ModelSpec
 
 _AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
 FORWARD_BACKWARD, OPTIMIZER, WHOLE = "forward_backward", "optimizer", "step"

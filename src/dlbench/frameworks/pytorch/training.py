@@ -15,13 +15,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from dlbench import faults
+from dlbench.catalogue.models.vision import CNN
 from dlbench.catalogue.optimizers import Optimizer
 from dlbench.catalogue.recipes import Optimization
 from dlbench.data import decode, read_png
 from dlbench.data.pipeline import PAD, LoaderDied, Pipeline
 from dlbench.frameworks.pytorch import dynamo
-from dlbench.models.vision import CNN
+from dlbench.run import faults
 
 _AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -40,7 +40,7 @@ def make_optimizer(model: torch.nn.Module, optimizer: Optimizer, learning_rate: 
 
 
 class Net(torch.nn.Module):
-    """The CNN of dlbench.models.vision, layer for layer."""
+    """The CNN of dlbench.catalogue.models.vision, layer for layer."""
 
     def __init__(self, spec: CNN):
         super().__init__()
@@ -97,7 +97,7 @@ class PngDataset(torch.utils.data.Dataset):
         if self.cache is not None and (pixels := self.cache.get(index)) is not None:
             return pixels
         pixels = read_png(self.root, self.entries[index][0])  # names a damaged file
-        if self.delay_s:  # a slow decoder, for tests only (dlbench.faults)
+        if self.delay_s:  # a slow decoder, for tests only (dlbench.run.faults)
             time.sleep(self.delay_s)
         if self.cache is not None:
             self.cache.put(index, pixels)

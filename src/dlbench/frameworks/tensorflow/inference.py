@@ -13,9 +13,9 @@ import numpy as np
 import tensorflow as tf
 import transformers
 
+from dlbench.catalogue.models import ModelSpec
 from dlbench.catalogue.recipes import Optimization
 from dlbench.frameworks.tensorflow.about import FRAMEWORK
-from dlbench.models import ModelSpec
 
 _POLICIES = {"bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 _REDUCED = {"bf16": tf.bfloat16, "fp16": tf.float16}

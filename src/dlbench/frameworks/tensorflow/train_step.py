@@ -12,12 +12,12 @@ from dlbench.frameworks.tensorflow.backend import TensorFlowBackend  # isort: sp
 import numpy as np
 import tensorflow as tf
 
+from dlbench.catalogue.models import ModelSpec
 from dlbench.catalogue.optimizers import Optimizer
 from dlbench.catalogue.recipes import Optimization
 from dlbench.frameworks.tensorflow.inference import TensorFlowInference
 from dlbench.frameworks.tensorflow.training import make_optimizer
 from dlbench.measure.parts import Step
-from dlbench.models import ModelSpec
 
 FORWARD_BACKWARD, OPTIMIZER = "forward_backward", "optimizer"
 

@@ -15,12 +15,12 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from dlbench import faults
+from dlbench.catalogue.models.vision import CNN
 from dlbench.catalogue.optimizers import Optimizer
 from dlbench.catalogue.recipes import Optimization
 from dlbench.data import damaged_file_error, decode
 from dlbench.data.pipeline import PAD, Pipeline
-from dlbench.models.vision import CNN
+from dlbench.run import faults
 
 _POLICIES = {"bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 # tf.data's static optimizations that are on unless turned off (TensorFlow 2.21,
@@ -67,7 +67,7 @@ def make_optimizer(optimizer: Optimizer, learning_rate: float,
 
 
 def keras_model(spec: CNN, data_format: str) -> tf.keras.Model:
-    """The CNN of dlbench.models.vision as Keras layers (ReLU after pooling, as there)."""
+    """The CNN of dlbench.catalogue.models.vision as Keras layers (ReLU after pooling, as there)."""
     layers, c, k = tf.keras.layers, spec.channels, spec.kernel
     side = spec.image_size
     shape = (c[0], side, side) if data_format == "channels_first" else (side, side, c[0])
@@ -188,7 +188,7 @@ class TensorFlowTraining:
         cache = DecodedCache(len(manifest["train"]), shape) if pipeline.cache else None
         delay_s = faults.decode_delay_s()
 
-        def slow(image):  # a slow decoder, for tests only (dlbench.faults)
+        def slow(image):  # a slow decoder, for tests only (dlbench.run.faults)
             time.sleep(delay_s)
             return image
 

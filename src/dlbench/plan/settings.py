@@ -1,16 +1,16 @@
 """The measurement settings: defined once, in the config schema's `measurement` section
-(names, types, limits, defaults, descriptions); dlbench.codec derives from it both the
+(names, types, limits, defaults, descriptions); dlbench.plan.codec derives from it both the
 workflow's command lines and `dlbench run`'s options, so that they cannot drift apart.
 
 Settings added after dlbench's first result format (v1) carry `x-v1` in the schema (see
-dlbench.codec): a cell whose protocol did not change keeps the command line it was
+dlbench.plan.codec): a cell whose protocol did not change keeps the command line it was
 measured with, and Snakemake reuses its result instead of measuring it again.
 """
 
 import argparse
 from functools import cache
 
-from dlbench.codec import Codec
+from dlbench.plan.codec import Codec
 
 # How the workflow cuts jobs, not how a cell is measured: not an option of `dlbench run`.
 NOT_PER_CELL = ("process",)
@@ -20,7 +20,7 @@ NOT_PER_CELL = ("process",)
 def codec() -> Codec:
     """The per-cell measurement settings, sorted by name: the order of keys in a config
     file must not count as a change of parameters."""
-    from dlbench import config
+    from dlbench.plan import config
 
     measurement = config.schema()["properties"]["measurement"]["properties"]
     return Codec({name: measurement[name] for name in sorted(measurement)

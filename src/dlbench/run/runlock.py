@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import IO
 
-from dlbench.result import now
+from dlbench.records.result import now
 
 
 class ResultsFolderBusy(RuntimeError):

@@ -4,10 +4,11 @@ written (validated, atomically) when it is final."""
 from datetime import datetime
 from pathlib import Path
 
-from dlbench import env, result
-from dlbench.matrix import Cell
+from dlbench.measure import env
 from dlbench.measure.flags import cell_flags
 from dlbench.measure.sampler import GpuSampler, ProcessSampler
+from dlbench.plan.matrix import Cell
+from dlbench.records import result
 
 
 def new_record(cell: Cell, settings: dict, started: float | None = None) -> dict:

@@ -14,7 +14,7 @@ time) is `unsupported` with the reason, as its cells are; so is a missing device
 
 The peak record holds every library's record, the best (`gflops`, `library`), each
 framework's own default library (`framework_gemm`: the rate of the product its eager
-layers reach) and, on the CPU in fp32, the theoretical peak (dlbench.theoretical) with its
+layers reach) and, on the CPU in fp32, the theoretical peak (dlbench.measure.theoretical) with its
 assumptions. Usage: `dlbench peak` measures every library, each in a child process;
 `--library` measures one; `--combine` joins library records (the workflow's peak rules).
 """
@@ -29,8 +29,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from dlbench import devices, env, paths, result, theoretical
 from dlbench.frameworks import registry
+from dlbench.measure import env, theoretical
+from dlbench.plan import paths
+from dlbench.records import result
+from dlbench.run import devices
 
 # A CPU library that got less than this share of its threads' cores ran on a busy machine.
 BUSY_SHARE = 0.9

@@ -10,9 +10,11 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from dlbench import aggregate, paths, report
-from dlbench.matrix import Cell
-from dlbench.record import finish, new_record
+from dlbench import report
+from dlbench.plan import paths
+from dlbench.plan.matrix import Cell
+from dlbench.records import aggregate
+from dlbench.records.record import finish, new_record
 
 # What the aggregate and report rules would have written.
 OUTPUTS = (paths.SUMMARY_PARQUET, paths.SUMMARY_CSV, paths.REPORT)

@@ -1,6 +1,6 @@
 """`dlbench compare A B`: two result sets as a table in the terminal, a CSV and an HTML page
 (the comparison itself is dlbench.analysis.compare); with --interleave, A and B are two
-checkouts or configs measured alternately first (dlbench.interleave)."""
+checkouts or configs measured alternately first (dlbench.run.interleave)."""
 
 import sys
 import tempfile
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from dlbench import result
 from dlbench.analysis.compare import DRIFT_FLOOR
+from dlbench.records import result
 from dlbench.report import SRC
 from dlbench.report.format import count
 
@@ -20,8 +20,9 @@ def comparison(baseline: Path, new: Path, floor: float | None = None):
     """The two result sets compared: round by round where they are the two sides of one
     interleaved run (their interleave.json), else with the drift floor (None: the
     default)."""
-    from dlbench import interleave, resultset
     from dlbench.analysis.compare import compare
+    from dlbench.records import resultset
+    from dlbench.run import interleave
 
     return compare(resultset.load(baseline), resultset.load(new),
                    interleaved=interleave.interleaved(baseline, new),
@@ -32,7 +33,7 @@ def run(baseline: Path, new: Path, csv: Path | None = None, html: Path | None = 
         notebook: Path = NOTEBOOK, executed: Path | None = None,
         floor: float = DRIFT_FLOOR) -> int:
     """Compare, print, write the files asked for; 1 with a message if a set cannot be read."""
-    from dlbench import resultset
+    from dlbench.records import resultset
 
     try:
         compared = comparison(baseline, new, floor)
@@ -61,8 +62,8 @@ def run(baseline: Path, new: Path, csv: Path | None = None, html: Path | None = 
 
 def run_interleaved(baseline: Path, new: Path, work: Path, rounds: int,
                     configfile: Path | None = None, **outputs) -> int:
-    """Measure the two sides alternately (dlbench.interleave), then compare them."""
-    from dlbench import interleave
+    """Measure the two sides alternately (dlbench.run.interleave), then compare them."""
+    from dlbench.run import interleave
 
     try:
         a, b = interleave.run(baseline, new, work, rounds, configfile,

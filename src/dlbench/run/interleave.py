@@ -24,7 +24,8 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from dlbench import paths, result
+from dlbench.plan import paths
+from dlbench.records import result
 from dlbench.report import SRC
 
 REPO = SRC.parent
@@ -170,7 +171,7 @@ def run(baseline: Path, new: Path, work: Path, rounds: int,
 def combine(one: Side, rounds: int, run_id: str) -> None:
     """Each cell's rounds as one record with repeats (in round order); a cell not ok in
     some round keeps that round's record (its status and reason)."""
-    from dlbench.matrix import Cell
+    from dlbench.plan.matrix import Cell
 
     out = one.results / paths.RUNS_NAME
     out.mkdir(parents=True, exist_ok=True)

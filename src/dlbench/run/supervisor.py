@@ -21,10 +21,10 @@ from typing import NamedTuple
 
 import psutil
 
-from dlbench import result
-from dlbench.launch import scheduler
-from dlbench.launch.profiler import Watch
 from dlbench.measure.sampler import GpuSampler, ProcessSampler
+from dlbench.records import result
+from dlbench.run import scheduler
+from dlbench.run.profiler import Watch
 
 GUARD_HZ = 10  # how often the memory guard and the time limit are checked
 _PR_SET_PDEATHSIG = 1  # prctl's option, from <linux/prctl.h>

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from dlbench import REPO_ROOT, __version__
-from dlbench.env import _version, git_state
+from dlbench.measure.env import _version, git_state
 
 NAME = "provenance.json"
 # The files that pin the software, relative to the repository.
@@ -40,7 +40,7 @@ def record(config: dict, configfiles: list[str]) -> dict:
 
 
 def write(path: Path, config: dict, configfiles: list[str]) -> None:
-    from dlbench.result import write_text_atomic
+    from dlbench.records.result import write_text_atomic
 
     write_text_atomic(path, json.dumps(record(config, configfiles), indent=2, sort_keys=True))
 

@@ -1,11 +1,11 @@
 """The `dlbench run` options of one measuring job of the workflow (common.smk's params):
 what names its cells, then their scenario's settings, then the measurement settings, each
-written by dlbench.codec. Snakemake compares them with what it recorded, so that a change
+written by dlbench.plan.codec. Snakemake compares them with what it recorded, so that a change
 measures finished cells again: the order and form are those the cells were measured with.
 """
 
-from dlbench import settings
-from dlbench.matrix import Cell
+from dlbench.plan import settings
+from dlbench.plan.matrix import Cell
 
 
 def job_args(cells: list[Cell], grouped: bool, config: dict) -> list[str]:

@@ -4,13 +4,14 @@ Columns: the cell's parameters (scenario, framework, model, device, its scenario
 optimization), status and reason, then the result sections flattened — the sections every
 scenario writes, and those its scenario adds (`Scenario.summary_sections`) — and the
 environment. A scenario's size columns are empty in the rows of other scenarios. A cell
-from another machine or dlbench version than the run's is marked (dlbench.origin).
+from another machine or dlbench version than the run's is marked (dlbench.records.origin).
 """
 
 from collections.abc import Iterable
 from pathlib import Path
 
-from dlbench import origin, result, scenarios
+from dlbench import scenarios
+from dlbench.records import origin, result
 
 # Result sections of every scenario: section → prefix of its columns ("": their own names,
 # which the report reads).

@@ -21,7 +21,7 @@ LOGS = "logs"
 SUMMARY_PARQUET = f"{RESULTS}/summary.parquet"
 SUMMARY_CSV = f"{RESULTS}/summary.csv"
 PROVENANCE = f"{RESULTS}/provenance.json"
-RUN_LOCK = f"{RESULTS}/.run.lock"  # held by the run using the results folder (dlbench.runlock)
+RUN_LOCK = f"{RESULTS}/.run.lock"  # held by the run using the results folder (dlbench.run.runlock)
 REPORT = "report/report.html"
 COMPARE_HTML, COMPARE_CSV = "report/compare.html", "report/compare.csv"
 AGGREGATE_LOG = f"{LOGS}/aggregate.log"
@@ -126,7 +126,7 @@ def dataset_log(name: str) -> str:
     return f"{LOGS}/data/{name}.log"
 
 
-# -- the machine's GEMM peaks (dlbench.peak) ------------------------------------------------
+# -- the machine's GEMM peaks (dlbench.measure.peak) -------------------------------------------
 
 
 def peak(device: str, precision: str, threads: Value) -> str:

@@ -24,12 +24,13 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from dlbench import devices, result
-from dlbench.launch.supervisor import Failure, Limits, memory_limit_mb, run_jobs
-from dlbench.matrix import Cell
 from dlbench.measure.cell import measure_cells
 from dlbench.measure.flags import NOISE, noisy
-from dlbench.record import annotate, finish, new_record
+from dlbench.plan.matrix import Cell
+from dlbench.records import result
+from dlbench.records.record import annotate, finish, new_record
+from dlbench.run import devices
+from dlbench.run.supervisor import Failure, Limits, memory_limit_mb, run_jobs
 
 
 @dataclass(frozen=True, eq=False)

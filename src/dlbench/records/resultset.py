@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from dlbench import aggregate, origin, paths, result
 from dlbench.analysis.status import from_elsewhere
 from dlbench.analysis.summary import derive
+from dlbench.plan import paths
+from dlbench.records import aggregate, origin, result
 
 SUMMARY_SUFFIXES = (".parquet", ".csv")
 

@@ -9,7 +9,8 @@ A cell that cannot apply is still a cell: it is recorded as `unsupported` with t
 (without importing any framework), so that nothing silently disappears from the report.
 """
 
-from dlbench import paths, scenarios
+from dlbench import scenarios
+from dlbench.plan import paths
 from dlbench.scenarios.cell import DEFAULT_SCENARIO, Cell
 
 __all__ = ["DEFAULT_SCENARIO", "Cell", "expand_cells", "group_outputs"]

@@ -28,7 +28,7 @@ The language-model head (logits = hidden × word embeddingsᵀ, b·s·h·V for a
 V) is not part of inference, which runs the base models; the train_step scenario's tied
 head is counted (`lm_head=True`).
 
-The vision CNN (dlbench.models.vision, every convolution padded to keep its size): a k×k
+The vision CNN (dlbench.catalogue.models.vision, every convolution padded to keep its size): a k×k
 convolution from C to C' channels on an H×W image is H·W·C·C'·k² multiply-adds, a dense
 layer n → m is n·m.
 
@@ -38,9 +38,9 @@ layer's input gradient, which frameworks skip, is counted; the optimizer step, a
 operations per weight, is not).
 """
 
-from dlbench.models import MODELS, ModelSpec
-from dlbench.models.vision import CNN
-from dlbench.models.vision import MODELS as CNNS
+from dlbench.catalogue.models import MODELS, ModelSpec
+from dlbench.catalogue.models.vision import CNN
+from dlbench.catalogue.models.vision import MODELS as CNNS
 
 FLOPS_PER_MULTIPLY_ADD = 2
 # Forward + backward (activations' and weights' gradients), in forward passes.
