@@ -35,17 +35,21 @@ rule all:
 
 
 # One run at a time on the results folder, from the first job to the last (see
-# dlbench.run.runlock); after a failure, the summary and report of everything, failures included.
+# dlbench.run.runlock); after a failure, the summary and report of everything, failures
+# included, and the previous run's where this one could not make them (dlbench.run.keep).
 onstart:
     lock_results_folder()
+    keep_previous_outputs()
 
 
 onsuccess:
+    drop_previous_outputs()
     unlock_results_folder()
 
 
 onerror:
     try:
         report_after_failure()
+        put_back_previous_outputs()
     finally:
         unlock_results_folder()

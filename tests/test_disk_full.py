@@ -135,20 +135,33 @@ def test_a_full_disk_keeps_the_previous_result_and_report_and_the_next_run_compl
 
 
 @pytest.mark.slow
-def test_the_workflow_says_which_file_found_the_disk_full_and_the_next_run_completes(
+def test_a_full_disk_in_the_workflow_keeps_the_previous_report_and_the_next_run_completes(
         tmp_path, measured_once):
-    # report/ on a tmpfs smaller than the report (about 600 KB): only the report's write
-    # finds the disk full, wherever the cells' timing puts it.
+    # report/ on a tmpfs with room for a report (about 600 KB) and its temporary; once it
+    # is full, only the report's write finds the disk full, wherever the cells' timing puts it.
     workdir = start_from(measured_once, tmp_path / "work")
-    with tmpfs(workdir / "report", "256k") as report_dir:
+    report, summary = workdir / paths.REPORT, workdir / paths.SUMMARY_PARQUET
+    with tmpfs(workdir / "report", "2m") as report_dir:
         first = snakemake(workdir, ONE_CELL, *PROFILE, "--cores", "2")
-        assert first.returncode != 0
+        assert first.returncode == 0, first.stderr[-3000:]
+        before = report.read_bytes()
+        filler = fill(report_dir)
+        summary.unlink()  # the next run makes the summary and the report again
+
+        full = snakemake(workdir, ONE_CELL, *PROFILE, "--cores", "2")
+        assert full.returncode != 0
         # The failed job's log, printed by the profile's show-failed-logs.
-        assert f"dlbench report: {full_disk_message(Path(paths.REPORT))}" in first.stderr, \
-            first.stderr[-3000:]
-        assert not list(report_dir.iterdir())  # no report, no temporary taking the space
-        assert list(pd.read_parquet(workdir / paths.SUMMARY_PARQUET)["status"]) == ["ok"]
-    second = snakemake(workdir, ONE_CELL, *PROFILE, "--cores", "2")  # report/ on the big disk
+        assert f"dlbench report: {full_disk_message(Path(paths.REPORT))}" in full.stderr, \
+            full.stderr[-3000:]
+        assert f"could not make {paths.REPORT}; the previous run's is back" in full.stderr
+        assert report.read_bytes() == before  # Snakemake had deleted it before the job
+        assert sorted(p.name for p in report_dir.iterdir()) == ["filler", "report.html"]
+        assert list(pd.read_parquet(summary)["status"]) == ["ok"]
+
+        filler.unlink()
+        second = snakemake(workdir, ONE_CELL, *PROFILE, "--cores", "2")
     assert second.returncode == 0, second.stderr[-3000:]
-    assert (workdir / paths.REPORT).exists()
-    assert "rule measure_cell" not in second.stderr  # only what was missing is made
+    # The report put back is outdated: only it is made again.
+    assert "rule report" in second.stderr
+    assert "rule measure_cell" not in second.stderr and "rule aggregate" not in second.stderr
+    assert report.stat().st_mtime > summary.stat().st_mtime

@@ -212,6 +212,25 @@ def unlock_results_folder():
     runlock.release(RESULTS_LOCK)
 
 
+def keep_previous_outputs():
+    """The previous run's summary and report, kept until this run completes."""
+    from dlbench.run import keep
+
+    keep.keep()
+
+
+def put_back_previous_outputs():
+    from dlbench.run import keep
+
+    keep.put_back()
+
+
+def drop_previous_outputs():
+    from dlbench.run import keep
+
+    keep.drop()
+
+
 def report_after_failure():
     """Summary and report even when cells crashed or timed out (see dlbench.run.recovery)."""
     from dlbench.run import recovery
