@@ -78,9 +78,10 @@ def test_the_registry_imports_nothing_heavy():
     script = ("import sys\n"
               "heavy = lambda: sorted({m.split('.')[0] for m in sys.modules} & {'torch', "
               "'tensorflow', 'jax', 'transformers', 'numpy'})\n"
-              "from dlbench.frameworks import registry; from dlbench import axes\n"
+              "from dlbench.frameworks import registry; from dlbench.plan import axes\n"
               "registry.frameworks(); print(heavy())\n"
-              "from dlbench import env, peak; print([m for m in heavy() if m != 'numpy'])\n")
+              "from dlbench.measure import env, peak\n"
+              "print([m for m in heavy() if m != 'numpy'])\n")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          env=tool_env(), cwd=REPO, timeout=120, check=True).stdout
     assert out.split("\n")[:2] == ["[]", "[]"]

@@ -29,7 +29,7 @@ def test_the_lock_of_a_killed_run_does_not_block_the_next(tmp_path):
     lock_file = tmp_path / ".run.lock"
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, time; from pathlib import Path; "
-         "from dlbench import runlock; held = runlock.acquire(Path(sys.argv[1])); "
+         "from dlbench.run import runlock; held = runlock.acquire(Path(sys.argv[1])); "
          "print(flush=True); time.sleep(600)", str(lock_file)],
         stdout=subprocess.PIPE, env=tool_env())
     holder.stdout.readline()  # it holds the lock
