@@ -27,10 +27,14 @@ include: "workflow/rules/report.smk"
 include: "workflow/rules/compare.smk"
 
 
+# Every cell's result is a target of its own: Snakemake does not make again a deleted file
+# whose consumers (the summary, the report) are up to date, so a result deleted to measure
+# its cell again would otherwise be left missing.
 rule all:
     input:
         paths.REPORT,
         COMPARE_OUTPUTS,
+        [cell.result_path for cell in CELLS.values()],
     default_target: True
 
 

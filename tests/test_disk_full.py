@@ -13,7 +13,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dlbench.plan import paths
+from dlbench.plan import config, paths
+from dlbench.plan.matrix import expand_cells
 from dlbench.records import result
 from tests.conftest import REPO, snakemake, start_from, tiny_config, tool_env
 from tests.test_faults import CELL, PROFILE
@@ -21,6 +22,7 @@ from tests.test_faults import CELL, PROFILE
 # One cell: the workflow's writes are under test, not the matrix.
 ONE_CELL = tiny_config(frameworks=["pytorch"], models=["tiny-bert"], devices=["cpu"],
                        batch_sizes=[1], sequence_lengths=[8], optimizations=["eager"])
+ONE_CELL_RESULT = next(c.result_path for c in expand_cells(config.validate(ONE_CELL)))
 V1_RUNS = sorted((REPO / "tests" / "data" / "v1_results" / "per_cell" / "runs").glob("*.json"))
 
 
@@ -146,10 +148,10 @@ def test_a_full_disk_in_the_workflow_keeps_the_previous_report_and_the_next_run_
         assert first.returncode == 0, first.stderr[-3000:]
         before = report.read_bytes()
         filler = fill(report_dir)
-        summary.unlink()  # the next run makes the summary and the report again
-
+        (workdir / ONE_CELL_RESULT).unlink()  # a new result, then a new summary and report
         full = snakemake(workdir, ONE_CELL, *PROFILE, "--cores", "2")
         assert full.returncode != 0
+        assert "rule measure_cell" in full.stderr  # a deleted result is measured again
         # The failed job's log, printed by the profile's show-failed-logs.
         assert f"dlbench report: {full_disk_message(Path(paths.REPORT))}" in full.stderr, \
             full.stderr[-3000:]
@@ -160,8 +162,9 @@ def test_a_full_disk_in_the_workflow_keeps_the_previous_report_and_the_next_run_
 
         filler.unlink()
         second = snakemake(workdir, ONE_CELL, *PROFILE, "--cores", "2")
-    assert second.returncode == 0, second.stderr[-3000:]
-    # The report put back is outdated: only it is made again.
-    assert "rule report" in second.stderr
-    assert "rule measure_cell" not in second.stderr and "rule aggregate" not in second.stderr
-    assert report.stat().st_mtime > summary.stat().st_mtime
+        assert second.returncode == 0, second.stderr[-3000:]
+        # The report put back is older than the new result's summary: only it is made again.
+        assert "rule report" in second.stderr
+        assert "rule measure_cell" not in second.stderr
+        assert "rule aggregate" not in second.stderr
+        assert report.stat().st_mtime > summary.stat().st_mtime

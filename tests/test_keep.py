@@ -13,22 +13,20 @@ def made(path, text):
     return path
 
 
-def test_a_file_the_failed_run_left_missing_is_the_previous_one_and_outdated(tmp_path):
-    runs = tmp_path / "results" / "runs"
-    result = made(runs / "cell.json", "{}")
+def test_a_file_the_failed_run_left_missing_is_the_previous_one(tmp_path):
     report, summary = made(tmp_path / "report.html", "old report"), tmp_path / "summary.csv"
     made(summary, "old summary")
+    made_at = report.stat().st_mtime
     keep.keep([report, summary])
     report.unlink()  # as Snakemake does before the report job
     summary.unlink()
     made(summary, "new summary")  # the aggregate job succeeded, the report's failed
 
-    assert keep.put_back([report, summary], runs) == [report]
+    assert keep.put_back([report, summary]) == [report]
     assert report.read_text() == "old report"
+    assert report.stat().st_mtime == made_at  # older than its new input: made again
     assert summary.read_text() == "new summary"
-    assert report.stat().st_mtime < result.stat().st_mtime  # the next run makes it again
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html", "results",
-                                                          "summary.csv"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html", "summary.csv"]
 
 
 def test_a_run_that_completed_drops_what_it_kept_and_nothing_is_put_back(tmp_path):
@@ -39,7 +37,7 @@ def test_a_run_that_completed_drops_what_it_kept_and_nothing_is_put_back(tmp_pat
     made(report, "new")
     keep.drop([report])
     assert not keep.kept_copy(report).exists()
-    assert keep.put_back([report], tmp_path) == []
+    assert keep.put_back([report]) == []
     assert report.read_text() == "new"
 
 
@@ -52,5 +50,5 @@ def test_nothing_to_keep_on_a_first_run_and_a_dead_runs_link_is_replaced(tmp_pat
     keep.keep([report])
     assert keep.kept_copy(report).read_text() == "current"
     os.unlink(report)
-    assert keep.put_back([report], tmp_path) == [report]
+    assert keep.put_back([report]) == [report]
     assert report.read_text() == "current"

@@ -220,9 +220,15 @@ def keep_previous_outputs():
 
 
 def put_back_previous_outputs():
+    """Snakemake records a failed job as having made its outputs from this run's inputs:
+    for a file put back, that record goes, so that its date (older than the new inputs)
+    makes the next run make it again."""
+    from snakemake.io import IOFile
+
     from dlbench.run import keep
 
-    keep.put_back()
+    for path in keep.put_back():
+        workflow.persistence.cleanup_metadata(IOFile(str(path)))
 
 
 def drop_previous_outputs():

@@ -36,10 +36,11 @@ def keep(files: Iterable[str | Path] = KEPT) -> None:
                 pass
 
 
-def put_back(files: Iterable[str | Path] = KEPT, runs: Path = Path(paths.RUNS)) -> list[Path]:
-    """After a failed run: each file the run left missing is the previous run's again, made
-    older than every result so that the next run sees it as outdated and makes it anew
-    (Snakemake forgot why it was being made when the job failed). Returns those put back."""
+def put_back(files: Iterable[str | Path] = KEPT) -> list[Path]:
+    """After a failed run: each file the run left missing is the previous run's again,
+    with its own date, older than the new results it was not made from, so that the next
+    run makes it again (the workflow also drops what Snakemake recorded of the failed job
+    that was to make it). Returns the files put back."""
     put = []
     for path in map(Path, files):
         copy = kept_copy(path)
@@ -50,12 +51,6 @@ def put_back(files: Iterable[str | Path] = KEPT, runs: Path = Path(paths.RUNS)) 
             continue
         os.replace(copy, path)
         put.append(path)
-    results = [result.stat().st_mtime for result in runs.glob("*.json")]
-    if put and results:
-        stamp = min(results) - 1
-        for path in put:
-            os.utime(path, (stamp, stamp))
-    for path in put:
         print(f"dlbench: this run could not make {path}; the previous run's is back in its "
               "place until a run completes", file=sys.stderr)
     return put
