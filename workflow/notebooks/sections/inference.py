@@ -326,9 +326,11 @@ else:
 # The steady peak of host memory (MiB, resident memory of the measuring process during the
 # timed loop) per model and input size — batch × sequence length, in tokens — for each
 # framework and optimization; **OOM** (a red ✕ in the figure) marks a cell that ran out of
-# memory at that size. Then what each sample, and each 1,000 tokens, costs on top of the
-# resident model (the steady peak minus the model, medians over the cells), and the same on
-# the GPU where cells ran there.
+# memory at that size. Then what each 1,000 tokens of input cost: the growth of the steady
+# peak over the resident model with batch × length (a least-squares slope over a framework
+# and optimization's cells; '—' where it measured one size), and the same on the GPU where
+# cells ran there. Growth, not the peak over the model divided by the input: that holds a
+# fixed part, the framework's own memory of running at all, which is not the input's.
 
 # %%
 sized = memory.against_size(df)
@@ -339,8 +341,8 @@ else:
          left=["model"])
     plots_size.memory_vs_size(df, plt.figure())
     plt.show()
-    show(memory.per_sample(ok), "Memory per sample and per 1,000 tokens on top of the "
-         "resident model (MiB, medians over the cells)",
+    show(memory.per_token(ok), "Memory per 1,000 tokens: the growth of the steady peak "
+         "over the resident model with batch × length (MiB)",
          left=["model", "framework", "optimization"])
 gpu_sized = memory.against_size(df, "device_steady_peak_mb")
 if gpu_sized is not None:
