@@ -9,8 +9,18 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from dlbench.analysis import environment, headline, plots, ratio, train_step, training
+from dlbench.analysis import (
+    environment,
+    gpu,
+    headline,
+    plots,
+    precision,
+    ratio,
+    train_step,
+    training,
+)
 from dlbench.analysis.summary import timed
+from dlbench.frameworks import registry
 from dlbench.plan import axes
 from tests import test_train_step_analysis as steps
 from tests.test_analysis import cell, frame, with_ci
@@ -189,3 +199,27 @@ def test_the_accuracy_match_compares_every_pair():
         "PyTorch accuracy", "TensorFlow accuracy", "JAX accuracy"]
     assert table.loc[0, "JAX accuracy"] == "70.0% (1 seed)"
     assert trained_cells(*off, test_images=10_000)["wrong_answer"].all()  # every side
+
+
+def test_the_gpu_and_mixed_precision_prose_lists_every_registered_framework(monkeypatch):
+    """One line per registered framework, in the registry's order, each its own
+    declaration's words; a framework that declares nothing is listed as such (not left
+    out, not described as another)."""
+    declared = registry.frameworks()
+    assert [f.name for f in declared] == ["pytorch", "tensorflow", "jax"]
+    timing, kept = gpu.how_measured(), precision.how_each_framework()
+    assert len(timing) == len(kept) == 3
+    for framework, line, ops in zip(declared, timing, kept, strict=True):
+        assert line.startswith(f"**{framework.label}**: timed {framework.gpu_timing};")
+        assert framework.gpu_memory in line
+        assert ops == f"**{framework.label}**: {framework.mixed_precision}."
+    assert "block_until_ready" in timing[2] and "jaxpr" in kept[2]  # JAX's, not another's
+    # A fourth framework that declares nothing.
+    import dataclasses
+
+    bare = dataclasses.replace(registry.get("jax"), name="other", label="Other",
+                               gpu_timing="", gpu_memory="", mixed_precision="")
+    monkeypatch.setattr(registry, "frameworks", lambda: (*declared, bare))
+    assert gpu.how_measured()[3] == ("**Other**: timed not declared by the framework; "
+                                     "memory: not declared by the framework.")
+    assert precision.how_each_framework()[3] == "**Other**: not declared by the framework."

@@ -167,6 +167,29 @@ def test_every_library_and_the_theoretical_figure_are_listed(peak_files):
                               "tf-matmul got fewer cores")
 
 
+def test_a_library_above_the_theoretical_peak_is_said_with_its_units(tmp_path):
+    """The note that a library measured above the theoretical figure (peak.combine writes
+    it) starts its sentence in upper case and keeps its units as written: 'GFLOP/s' and
+    'MHz', not 'gflop/s' and 'mhz' (str.capitalize lowercased them). Below it: no note."""
+    from dlbench.measure import peak
+    from tests.test_peak import _library
+
+    def written(gflops):
+        records = [_library("torch-matmul", gflops)]
+        for record in records:
+            record["theoretical"] |= {"formula": "2 cores × 2,000 MHz × 50",
+                                      "assumptions": ["2 FMA units"]}
+        path = tmp_path / f"peak_{gflops:g}.json"
+        path.write_text(json.dumps(peak.combine(records, "cpu", "fp32", 2)))
+        return path
+
+    [above] = efficiency.theory([written(300.0)])
+    assert "**The measured 300.0 GFLOP/s is above it: the cores ran at ≥ 3,000 MHz" in above
+    assert "gflop" not in above and "mhz" not in above
+    [below] = efficiency.theory([written(150.0)])
+    assert "above it" not in below and below.endswith("Assumptions: 2 FMA units.")
+
+
 def test_table_shows_rates_peaks_and_reasons(cells):
     table = efficiency.table(cells, several_devices=False).set_index(
         ["scenario", "framework", "optimization"])

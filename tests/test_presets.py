@@ -1,7 +1,7 @@
-"""The hf2019 preset: it is the 2019 transformers matrix, and a slice of it runs through the
-real `snakemake` (the preset's frameworks, devices and optimizations, as documented in the
-README; `--config` narrows it to two tiny models, one batch size and one length, with quick
-timing), GPU cells recorded as unsupported on this CPU-only machine."""
+"""The hf2019 preset: it is the 2019 transformers matrix (with JAX beside it), and a slice of
+it runs through the real `snakemake` (the preset's frameworks, devices and optimizations, as
+documented in the README; `--config` narrows it to two tiny models, one batch size and one
+length, with quick timing), GPU cells recorded as unsupported on this CPU-only machine"""
 
 import re
 import shutil
@@ -29,15 +29,18 @@ def test_the_preset_is_the_2019_matrix():
     assert inference["models"] == MODELS_2019
     assert inference["batch_sizes"] == [1, 2, 4, 8]
     assert inference["sequence_lengths"] == [8, 64, 128, 256, 512, 1024]
-    assert preset["frameworks"] == ["pytorch", "tensorflow"]
+    assert preset["frameworks"] == ["pytorch", "tensorflow", "jax"]
     assert preset["devices"] == ["cpu", "gpu"]
-    assert inference["optimizations"] == ["eager", "torchscript", "graph", "xla"]
+    assert inference["optimizations"] == ["eager", "torchscript", "graph", "xla", "jit"]
     cells = expand_cells(preset)
-    assert len(cells) == 7 * 4 * 6 * 4 * 2 * 2
+    assert len(cells) == 7 * 4 * 6 * 5 * 3 * 2
     runnable = [c for c in cells if c.unsupported_reason() is None]
-    # PyTorch eager + TorchScript and TensorFlow eager, graph, XLA; 1024 only for the GPT-2s
-    # and XLNet.
-    assert len(runnable) == 5 * 4 * 2 * (7 * 5 + 3)
+    # PyTorch eager + TorchScript and TensorFlow eager, graph, XLA over the 2019 models, 1024
+    # only for the GPT-2s and XLNet; JAX eager + jit over the five with a Flax class (not
+    # XLNet, XLM), 1024 for the GPT-2s.
+    assert len(runnable) == 5 * 4 * 2 * (7 * 5 + 3) + 2 * 4 * 2 * (5 * 5 + 2)
+    assert {c.model for c in runnable if c.framework == "jax"} == set(MODELS_2019) - {
+        "xlnet-base-cased", "xlm-mlm-en-2048"}
 
 
 # Snakemake's merging is one mechanism: the quick subset checks it for the default and one

@@ -34,6 +34,8 @@ def test_a_registered_framework_declares_itself_in_its_folder(name):
     assert set(framework.no_mixed_precision) <= set(framework.model_classes)
     assert set(framework.inference_protocol) <= set(DEVICES)
     assert framework.gemm_libraries[0].default, "its default library comes first"
+    # What the report's GPU and mixed-precision sections say of it.
+    assert framework.gpu_timing and framework.gpu_memory and framework.mixed_precision
     for library in framework.gemm_libraries:
         assert set(library.devices) <= set(DEVICES)
 

@@ -12,6 +12,7 @@ from dlbench.analysis import headline, memory, plots_size, scaling
 from dlbench.analysis.reproduce import reproduce
 from dlbench.catalogue import recipes
 from dlbench.records import provenance
+from dlbench.report.format import framework_name
 from dlbench.report.page import LONG_WORDS, anchor, finish
 from tests.test_analysis import cell, frame
 
@@ -192,11 +193,34 @@ def test_memory_against_input_size_marks_out_of_memory(cells):
     assert memory.against_size(cells, "device_steady_peak_mb") is None
 
 
-def test_memory_per_sample_and_per_thousand_tokens(cells):
-    table = memory.per_sample(cells[cells["timed"]]).set_index(["framework", "optimization"])
-    # Every cell costs 2 MiB per token: 16 per sample at length 8, 2,000 per 1k tokens.
+def test_memory_per_thousand_tokens(cells):
+    table = memory.per_token(cells[cells["timed"]]).set_index(["framework", "optimization"])
+    # Every cell costs 2 MiB per token: 2,000 per 1k tokens.
     assert table.loc[("TensorFlow", "graph"), "MiB per 1k tokens"] == "2,000.0"
-    assert table.loc[("PyTorch", "torchscript"), "MiB per sample"] == "16.0"
+    assert table.loc[("PyTorch", "torchscript"), "MiB per 1k tokens"] == "2,000.0"
+
+
+def test_memory_per_token_is_the_growth_not_a_fixed_part_spread_over_the_input():
+    """PyTorch holds 300 MiB of its own over the model whatever the input, and 2 MiB per
+    token beyond it; TensorFlow nothing of its own and 5 MiB per token. Per 1,000 tokens is
+    the growth — 2,000 for PyTorch, 5,000 for TensorFlow — where steady − model over the
+    input said 39,500 for PyTorch at 8 tokens and 6,688 at 64 (their median: 11,375). A
+    framework measured at one size has no growth to tell."""
+    def measured(framework, batch, seqlen, fixed, per_token):
+        tokens = batch * seqlen
+        return cell(framework, "eager", 10.0, batch=batch, seqlen=seqlen,
+                    resident_after_model_mb=500.0,
+                    steady_peak_mb=500.0 + fixed + per_token * tokens)
+
+    sizes = [(1, 8), (2, 8), (4, 8), (1, 32), (2, 32)]
+    table = memory.per_token(frame(
+        *(measured("pytorch", b, s, 300.0, 2.0) for b, s in sizes),
+        *(measured("tensorflow", b, s, 0.0, 5.0) for b, s in sizes),
+        measured("jax", 1, 8, 300.0, 2.0))).set_index("framework")
+    assert table.loc["PyTorch", "MiB per 1k tokens"] == "2,000.0"
+    assert table.loc["TensorFlow", "MiB per 1k tokens"] == "5,000.0"
+    assert table.loc["PyTorch", "model resident"] == "500.0"
+    assert table.loc[framework_name("jax"), "MiB per 1k tokens"] == "—"
 
 
 def test_throughput_carries_the_interval(cells):

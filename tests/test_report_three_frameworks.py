@@ -75,3 +75,19 @@ def test_the_answer_and_the_ratios_show_every_framework(rendered):
     texts = report_html.image_texts(html)
     latency = next(t for t in texts if "y: median latency (ms)" in t)
     assert f"legend: framework, PyTorch, TensorFlow, {JAX}" in latency
+
+
+def test_the_gpu_and_mixed_precision_sections_describe_every_framework(rendered):
+    """Their prose comes from the registry: one item per framework, in its order, in both
+    sections (they named PyTorch and TensorFlow only)."""
+    from bs4 import BeautifulSoup
+
+    from dlbench.frameworks import registry
+
+    items = [li.get_text(" ", strip=True) for li in BeautifulSoup(rendered[1], "html.parser")(
+        "li")]
+    for attribute, lead in (("gpu_timing", "timed "), ("mixed_precision", "")):
+        found = [(f.label, i) for f in registry.frameworks() for i, text in enumerate(items)
+                 if text.startswith(f"{f.label} : {lead}{getattr(f, attribute)[:30]}")]
+        assert [label for label, _ in found] == ["PyTorch", "TensorFlow", JAX], attribute
+        assert [i for _, i in found] == sorted(i for _, i in found)

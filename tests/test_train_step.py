@@ -192,14 +192,15 @@ def test_the_reference_loss_is_the_cross_entropy_of_the_tied_head():
     assert reference_loss(hidden, embeddings, ids) == pytest.approx(expected, rel=1e-12)
 
 
-def test_the_preset_measures_every_recipe_of_both_frameworks_with_both_optimizers():
+def test_the_preset_measures_every_recipe_of_the_three_frameworks_with_both_optimizers():
     from tests.conftest import REPO
 
     preset = config.load_file(REPO / "config" / "presets" / "train_step.yaml")
     assert preset["scenarios"] == ["train_step"]
     cells = expand_cells(preset)
     runnable = [c for c in cells if c.unsupported_reason() is None]
-    assert len(cells) == 2 * 2 * 6 and len(runnable) == 2 * (3 + 4)
+    assert len(cells) == 3 * 2 * 7 and len(runnable) == 2 * (3 + 4 + 1)
     assert {c.size("optimizer") for c in runnable} == {"sgd", "adam"}
     assert {c.optimization for c in runnable if c.framework == "tensorflow"} == {
         "eager", "graph", "xla", "legacy-optimizer"}
+    assert {c.optimization for c in runnable if c.framework == "jax"} == {"jit"}

@@ -17,7 +17,7 @@ correctness  errors against the reference, and the wrong answers
 ratio        every framework against the fastest: the best of each, their ratio per cell
 startup      the start-up cost of a process
 gpu          GPU cells: device time, memory, utilization
-memory       memory by phase, against input size, per sample
+memory       memory by phase, against input size, its growth per 1,000 tokens
 scaling      throughput against batch size and sequence length, with intervals
 reproduce    the command, config and identities that re-run the matrix
 generic      the table of a scenario that has no report section of its own

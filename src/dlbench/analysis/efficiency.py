@@ -22,7 +22,7 @@ import pandas as pd
 from dlbench.analysis.summary import axes
 from dlbench.measure import flops
 from dlbench.plan.axes import FRAMEWORKS
-from dlbench.report.format import fmt_ms, fmt_percent, framework_name, md_text, na
+from dlbench.report.format import fmt_ms, fmt_percent, framework_name, md_text, na, sentence
 
 SCENARIOS = ("inference", "training", "train_step")
 PEAK_KEYS = ["device", "precision", "threads"]
@@ -119,7 +119,7 @@ def theory(paths: Iterable[str | Path]) -> list[str]:
         lines.append(f"Theoretical peak, {name}: {about['gflops']:,.1f} GFLOP/s "
                      f"{md_text(about['label'])} = {md_text(about['formula'])}. Assumptions: "
                      + md_text("; ".join(about["assumptions"])) + "."
-                     + (f" **{md_text(about['measured_above'].capitalize())}.**"
+                     + (f" **{md_text(sentence(about['measured_above']))}.**"
                         if about.get("measured_above") else ""))
     return lines
 

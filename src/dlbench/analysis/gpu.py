@@ -2,7 +2,10 @@
 
 import pandas as pd
 
+from dlbench.frameworks import registry
 from dlbench.report.format import fmt_ms
+
+NOT_DECLARED = "not declared by the framework"
 
 _COLUMNS = {"cell_id": "cell", "median_ms": "host median ms",
             "device_time_median_ms": "device median ms",
@@ -28,3 +31,10 @@ def gpu_table(gpu: pd.DataFrame) -> pd.DataFrame:
             lambda v, ms="ms" in column: "—" if pd.isna(v) else (fmt_ms(v) if ms
                                                                  else f"{v:,.0f}"))
     return table
+
+
+def how_measured() -> list[str]:
+    """One line per registered framework, in the registry's order: how its GPU cells are
+    timed and where their GPU memory figures come from, as its declaration says."""
+    return [f"**{f.label}**: timed {f.gpu_timing or NOT_DECLARED}; memory: "
+            f"{f.gpu_memory or NOT_DECLARED}." for f in registry.frameworks()]

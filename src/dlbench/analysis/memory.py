@@ -92,25 +92,45 @@ def against_size(cells: pd.DataFrame, column: str = "steady_peak_mb") -> pd.Data
         columns={"seqlen": "length", "tokens": "batch × length"})
 
 
-def per_sample(timed: pd.DataFrame) -> pd.DataFrame | None:
-    """Per model, framework and optimization: the resident model (MiB) and what each
-    sample and each 1,000 tokens of input cost on top of it (steady − model, divided by
-    the batch or by batch × length: medians over the cells), host and, where recorded,
-    GPU. None when no cell recorded its phases."""
+def _growth(x: pd.Series, y: pd.Series) -> float:
+    """The least-squares slope of y against x (MiB per unit of x); NaN with fewer than two
+    distinct x."""
+    known = y.notna()
+    x, y = x[known].astype(float), y[known].astype(float)
+    if x.nunique() < 2:
+        return float("nan")
+    dx = x - x.mean()
+    return float((dx * (y - y.mean())).sum() / (dx * dx).sum())
+
+
+def per_token(timed: pd.DataFrame) -> pd.DataFrame | None:
+    """Per model, framework and optimization (and device, where cells ran on more than
+    one): the resident model (MiB, the cells' median) and what input costs as it grows, MiB
+    per 1,000 tokens: the growth of the steady peak over the model with batch × length, a
+    least-squares slope over the cells (host and, where recorded, GPU). Growth, not
+    steady − model divided by the input: that difference holds a fixed part (the
+    framework's own buffers, caches and threads of running at all) that division would
+    spread over the tokens, the more per token the smaller the input. '—' where the cells
+    measured one size. None when no cell recorded its phases."""
     cells = with_input_cost(timed)
     if "input_mb" not in cells or cells["input_mb"].isna().all():
         return None
-    cells = cells[cells["input_mb"].notna()]
-    cells = cells.assign(sample=cells["input_mb"] / cells["batch"],
-                         kilotoken=1000 * cells["input_mb"] / (cells["batch"] * cells["seqlen"]))
-    columns = {"resident_after_model_mb": "model resident", "sample": "MiB per sample",
-               "kilotoken": "MiB per 1k tokens"}
-    if "device_input_mb" in cells and cells["device_input_mb"].notna().any():
-        cells["device_sample"] = cells["device_input_mb"] / cells["batch"]
-        columns["device_sample"] = "GPU MiB per sample"
-    table = cells.groupby(["model", "framework", "optimization"])[list(columns)].median()
-    table = table.reset_index().rename(columns=columns)
+    cells = cells[cells["input_mb"].notna()].assign(tokens=lambda c: c["batch"] * c["seqlen"])
+    gpu = "device_input_mb" in cells and cells["device_input_mb"].notna().any()
+    keys = ["model", "framework", "optimization"]
+    if cells["device"].nunique() > 1:
+        keys.append("device")
+    rows = []
+    for key, group in cells.groupby(keys):
+        row = dict(zip(keys, key, strict=True))
+        row["model resident"] = group["resident_after_model_mb"].median()
+        row["MiB per 1k tokens"] = 1000 * _growth(group["tokens"], group["input_mb"])
+        if gpu:
+            row["GPU MiB per 1k tokens"] = 1000 * _growth(group["tokens"],
+                                                          group["device_input_mb"])
+        rows.append(row)
+    table = pd.DataFrame(rows)
     table["framework"] = table["framework"].map(framework_name)
-    for column in columns.values():
+    for column in [c for c in table if c not in keys]:
         table[column] = table[column].map(lambda v: "—" if pd.isna(v) else f"{v:,.1f}")
     return table

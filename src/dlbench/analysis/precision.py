@@ -1,10 +1,19 @@
 """What each framework computes in float32 under its mixed-precision mode (bf16, fp16):
-torch.autocast's op lists and Keras's policy differ, so the same name is not the same
-arithmetic; and how float32 matrix products were computed (TF32 or not)."""
+each framework decides it its own way (its declaration says how), so the same name is not
+the same arithmetic; and how float32 matrix products were computed (TF32 or not)."""
 
 import pandas as pd
 
+from dlbench.frameworks import registry
 from dlbench.report.format import framework_name
+
+
+def how_each_framework() -> list[str]:
+    """One line per registered framework, in the registry's order: what its reduced
+    precisions compute in the reduced type and keep in float32, and where a cell's list of
+    ops comes from, as its declaration says."""
+    return [f"**{f.label}**: {f.mixed_precision or 'not declared by the framework'}."
+            for f in registry.frameworks()]
 
 
 def float32_ops(timed: pd.DataFrame) -> pd.DataFrame | None:

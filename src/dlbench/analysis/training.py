@@ -9,12 +9,19 @@ what is learned), each reduced precision apart. Each side's accuracy is the mean
 cells and seeds. Two sources of noise stand between the two means: the test set is a
 sample (a side's binomial standard error sqrt(p(1-p)/n), n = test images × seeds), and
 seeds train different models (the standard error of the seeds' mean, where a side has two
-or more); each side's error is the larger of the two. The statistical tolerance is
-SIGMAS standard errors of the difference; the verdict uses the larger of it and the
-configured `accuracy_tolerance`: within it a match, beyond both a mismatch (one seed a side
-is enough to tell). With more than two frameworks every pair is compared so, and a group
-is as good as its worst pair. A mismatched cell is counted like a wrong answer in inference
-(`correctness_within_tolerance` false, set by `correctness`): its speed does not count.
+or more); each side's error is the larger of the two. The statistical tolerance is the
+95% half-width of the difference: SIGMAS standard errors of it where both errors are the
+test sets' binomial ones, Student's t with seeds − 1 degrees of freedom times them where a
+side's error is its seeds' spread (12.7 for two seeds: the spread of two is itself barely
+known). The configured `accuracy_tolerance` is the size of a difference that matters:
+where the statistical tolerance is within it, the comparison can see such a difference —
+within the configured tolerance a match, beyond it a mismatch; where the noise is wider, a
+difference beyond the noise is a mismatch all the same (one seed a side can tell), and one
+inside it is *undecided* — not a match: the cells could differ by more than the configured
+tolerance and no test of this size would show it. With more than two frameworks every
+pair is compared so, and a group is as good as its worst pair. A mismatched cell is counted
+like a wrong answer in inference (`correctness_within_tolerance` false, set by
+`correctness`): its speed does not count; an undecided one is not checked (None).
 """
 
 from itertools import combinations
@@ -23,12 +30,14 @@ import numpy as np
 import pandas as pd
 
 from dlbench.analysis.speedup import valid_speedup
+from dlbench.measure.stats import t95
 from dlbench.report.format import fmt_ms, framework_name, framework_rank
 
 GROUP = ["model", "dataset", "batch", "optimizer", "training_learning_rate",
          "training_epochs", "precision"]
-MATCH, MISMATCH, UNKNOWN = "match", "mismatch", "not established"
-_SEVERITY = {MATCH: 0, UNKNOWN: 1, MISMATCH: 2}  # a group's verdict is its worst pair's
+MATCH, MISMATCH, UNKNOWN, UNDECIDED = "match", "mismatch", "not established", "undecided"
+# A group's verdict is its worst pair's.
+_SEVERITY = {MATCH: 0, UNDECIDED: 1, UNKNOWN: 2, MISMATCH: 3}
 # Standard errors of the difference that a difference of accuracies may reach as noise
 # (about 95% two-sided for two means of many test images).
 SIGMAS = 2.0
@@ -56,8 +65,10 @@ def _seeds(row) -> dict[int, float]:
 
 
 def _side(group: pd.DataFrame) -> dict:
-    """One framework's side of a comparison: its mean accuracy, seeds, test images and the
-    standard error of its mean (binomial, or the seeds' if larger)."""
+    """One framework's side of a comparison: its mean accuracy, seeds, test images, the
+    standard error of its mean (binomial, or the seeds' if larger) and the degrees of
+    freedom of that error's estimate (infinite for the binomial's, seeds − 1 for the
+    seeds')."""
     per_seed: dict[int, list[float]] = {}
     for _, row in group.iterrows():
         for seed, accuracy in _seeds(row).items():
@@ -69,33 +80,39 @@ def _side(group: pd.DataFrame) -> dict:
     binomial = (np.sqrt(mean * (1 - mean) / (images * k))
                 if images is not None and pd.notna(images) else np.nan)
     between = np.std(seed_means, ddof=1) / np.sqrt(k) if k > 1 else np.nan
-    known = [e for e in (binomial, between) if not np.isnan(e)]
-    return {"accuracy": mean, "seeds": k, "test_images": images,
-            "error": max(known) if known else np.nan}
+    error, dof = binomial, np.inf
+    if not np.isnan(between) and (np.isnan(binomial) or between > binomial):
+        error, dof = between, k - 1
+    return {"accuracy": mean, "seeds": k, "test_images": images, "error": error, "dof": dof}
 
 
 def _pair(a: dict, b: dict, configured: float) -> dict:
     """Two sides compared: the difference of their accuracies, the statistical tolerance
-    (SIGMAS standard errors of the difference) and the verdict."""
+    (the difference's 95% half-width: SIGMAS standard errors, or Student's t at the fewer
+    degrees of freedom where a side's error is its seeds' spread) and the verdict."""
     difference = abs(a["accuracy"] - b["accuracy"])
     errors = [a["error"], b["error"]]
-    statistical = (SIGMAS * float(np.sqrt(np.sum(np.square(errors))))
+    dof = min(a["dof"], b["dof"])
+    quantile = SIGMAS if np.isinf(dof) else t95(int(dof))
+    statistical = (quantile * float(np.sqrt(np.sum(np.square(errors))))
                    if not np.isnan(errors).any() else np.nan)
-    if difference <= np.nanmax([configured, statistical]):
-        verdict = MATCH
-    elif np.isnan(statistical):  # no test-set size, one seed: no noise measured
-        verdict = UNKNOWN
-    else:
-        verdict = MISMATCH
-    return {"difference": difference, "statistical": statistical, "verdict": verdict}
+    if np.isnan(statistical):  # no test-set size, one seed: no noise measured
+        verdict = MATCH if difference <= configured else UNKNOWN
+    elif statistical <= configured:  # a difference of the size that matters would show
+        verdict = MATCH if difference <= configured else MISMATCH
+    else:  # the noise is wider than what matters: only a difference beyond it tells
+        verdict = MISMATCH if difference > statistical else UNDECIDED
+    return {"difference": difference, "statistical": statistical, "verdict": verdict,
+            "seeds": min(a["seeds"], b["seeds"])}
 
 
 def accuracy_match(trained: pd.DataFrame) -> pd.DataFrame:
     """One row per group of cells that should reach the same accuracy (GROUP, precision
     included): each framework's mean final accuracy and its seeds, and every pair of
     frameworks compared; the group's verdict is its worst pair's (a mismatch, else not
-    established, else a match), and the difference and the configured and statistical
-    tolerance are that pair's (of the pairs with the worst verdict, the widest apart)."""
+    established, else undecided, else a match), and the difference, the configured and
+    statistical tolerance and the fewer seeds of its two sides are that pair's (of the pairs
+    with the worst verdict, the widest apart)."""
     rows = []
     for key, group in trained.groupby(GROUP, sort=True):
         sides = {fw: _side(g) for fw, g in group.groupby("framework")}
@@ -109,7 +126,8 @@ def accuracy_match(trained: pd.DataFrame) -> pd.DataFrame:
         row.update({f"{fw} accuracy": sides[fw]["accuracy"] for fw in names})
         row.update({f"{fw} seeds": sides[fw]["seeds"] for fw in names})
         row.update(difference=worst["difference"], configured=configured,
-                   statistical=worst["statistical"], verdict=worst["verdict"])
+                   statistical=worst["statistical"], verdict=worst["verdict"],
+                   seeds=worst["seeds"])
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -118,6 +136,11 @@ def match_table(match: pd.DataFrame) -> pd.DataFrame:
     """`accuracy_match` for reading: percentages, framework names, plain numbers."""
     def percent(v):
         return "—" if v is None or pd.isna(v) else f"{v:.1%}"
+
+    def verdict(v, seeds):
+        if v == MISMATCH:
+            return f"✗ {v}"
+        return f"{v}: {seeds} seed{'s' if seeds > 1 else ''}" if v == UNDECIDED else v
 
     table = match.rename(columns={"training_learning_rate": "learning rate",
                                   "training_epochs": "epochs"})
@@ -131,14 +154,15 @@ def match_table(match: pd.DataFrame) -> pd.DataFrame:
         table = table.rename(columns={column: f"{framework_name(framework)} accuracy"})
     for column in ("difference", "configured", "statistical"):
         table[column] = table[column].map(percent)
-    table["verdict"] = table["verdict"].map(lambda v: f"✗ {v}" if v == MISMATCH else v)
+    table["verdict"] = [verdict(v, k) for v, k in
+                        zip(table["verdict"], table.pop("seeds"), strict=True)]
     return table.rename(columns={"configured": "tolerance (configured)",
-                                 "statistical": f"tolerance ({SIGMAS:g}σ)"})
+                                 "statistical": "tolerance (95%)"})
 
 
 def verdicts(frame: pd.DataFrame) -> pd.Series:
     """Per cell of `frame` (any scenario): the accuracy verdict of its group (match,
-    mismatch, not established), or None for a cell that was not compared (not a trained
+    mismatch, undecided, not established), or None for a cell that was not compared (not a trained
     training cell, or no other framework in its group)."""
     result = pd.Series(None, index=frame.index, dtype=object)
     needed = {"training_final_accuracy", "training_accuracy_tolerance", *GROUP}
@@ -157,7 +181,8 @@ def verdicts(frame: pd.DataFrame) -> pd.Series:
 
 def within_tolerance(frame: pd.DataFrame) -> pd.Series:
     """`correctness_within_tolerance` of training cells, as inference's output check sets
-    it: true for a match, false for a mismatch, None where no verdict was reached."""
+    it: true for a match, false for a mismatch, None where no verdict was reached (undecided,
+    not established)."""
     return verdicts(frame).map({MATCH: True, MISMATCH: False}).astype(object)
 
 

@@ -18,6 +18,7 @@ class Optimizer:
 OPTIMIZERS = MappingProxyType({
     o.name: o for o in (
         Optimizer("sgd", "SGD with momentum 0.9", 0.01, momentum=0.9),
-        Optimizer("adam", "Adam (betas 0.9, 0.999; epsilon 1e-7 in every framework)", 0.001),
+        Optimizer("adam", "Adam (betas 0.9, 0.999; epsilon 1e-7 added to the bias-corrected "
+                  "√v̂ in every framework)", 0.001),
     )
 })

@@ -48,6 +48,13 @@ class Framework:
     # Where its default optimizer composes ops per variable while one of its recipes runs
     # one kernel per variable: (that recipe, what the analysis says of it).
     kernel_per_variable: tuple[str, str] | None = None
+    # How the report's GPU and mixed-precision sections describe it, in words (a framework
+    # that leaves one out is listed as not declaring it): how its GPU cells are timed, where
+    # their GPU memory figures come from, and what its reduced precisions compute in the
+    # reduced type and keep in float32, with where a cell's list of ops comes from.
+    gpu_timing: str = ""
+    gpu_memory: str = ""
+    mixed_precision: str = ""
 
     def model_class(self, family: str) -> str | None:
         """The transformers class that builds `family` here (None: there is none)."""

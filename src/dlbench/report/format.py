@@ -130,3 +130,9 @@ def html_text(value: object) -> str:
 def count(n: int, noun: str) -> str:
     """'1 cell', '3 cells' (a plural in -s)."""
     return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def sentence(text: str) -> str:
+    """`text` as a sentence's start: its first character in upper case, the rest as written
+    (str.capitalize lowercases the rest: 'GFLOP/s' would read 'gflop/s', 'MHz' 'mhz')."""
+    return text[:1].upper() + text[1:]

@@ -282,13 +282,13 @@ if not same_recipe.empty:
 # ## GPU: device time and memory
 #
 # On a GPU every timed iteration waits for its queued work (synchronization), so the **host**
-# time includes all of it. PyTorch cells are also timed on the device with CUDA events around
-# the same steps (**device** time; TensorFlow exposes no device events to Python, so its cells
-# have host time only). Memory: the framework's own peak (PyTorch allocated and reserved,
-# TensorFlow's peak from its memory info) and NVML's view of the process; utilization and SM
-# clock were sampled by NVML during the timed loop.
+# time includes all of it; a framework that exposes device events is also timed on the
+# device around the same steps (**device** time). Memory: the framework's own peak and
+# NVML's view of the process; utilization and SM clock were sampled by NVML during the timed
+# loop. Each framework, as it declares itself:
 
 # %%
+say("\n".join(f"- {line}" for line in gpu.how_measured()))
 gpu_cells = gpu.gpu_cells(ok)
 if gpu_cells.empty:
     say("No GPU cell has a timing in this summary.")
@@ -326,9 +326,11 @@ else:
 # The steady peak of host memory (MiB, resident memory of the measuring process during the
 # timed loop) per model and input size — batch × sequence length, in tokens — for each
 # framework and optimization; **OOM** (a red ✕ in the figure) marks a cell that ran out of
-# memory at that size. Then what each sample, and each 1,000 tokens, costs on top of the
-# resident model (the steady peak minus the model, medians over the cells), and the same on
-# the GPU where cells ran there.
+# memory at that size. Then what each 1,000 tokens of input cost: the growth of the steady
+# peak over the resident model with batch × length (a least-squares slope over a framework
+# and optimization's cells; '—' where it measured one size), and the same on the GPU where
+# cells ran there. Growth, not the peak over the model divided by the input: that holds a
+# fixed part, the framework's own memory of running at all, which is not the input's.
 
 # %%
 sized = memory.against_size(df)
@@ -339,8 +341,8 @@ else:
          left=["model"])
     plots_size.memory_vs_size(df, plt.figure())
     plt.show()
-    show(memory.per_sample(ok), "Memory per sample and per 1,000 tokens on top of the "
-         "resident model (MiB, medians over the cells)",
+    show(memory.per_token(ok), "Memory per 1,000 tokens: the growth of the steady peak "
+         "over the resident model with batch × length (MiB)",
          left=["model", "framework", "optimization"])
 gpu_sized = memory.against_size(df, "device_steady_peak_mb")
 if gpu_sized is not None:
@@ -371,14 +373,13 @@ else:
 # %% [markdown]
 # ## Mixed precision: what stays in float32
 #
-# Under `bf16` and `fp16` PyTorch's `torch.autocast` casts each op by its own lists (matrix
-# products to the reduced type; some, such as reductions and normalizations, to float32),
-# while Keras's mixed-precision policy decides per layer (computations in the reduced type,
-# variables in float32, some layers in float32). Each reduced-precision cell records the ops
-# that computed in float32 and in the reduced type (views and casts left out), from one
-# eager call (PyTorch: aten ops) or the traced graph (TensorFlow: graph ops).
+# Under `bf16` and `fp16` each framework decides by its own rules which operations compute
+# in the reduced type and which stay in float32, so the same precision's name is not the
+# same arithmetic. Each reduced-precision cell records the ops that computed in float32 and
+# in the reduced type (views and casts left out). Each framework, as it declares itself:
 
 # %%
+say("\n".join(f"- {line}" for line in precision.how_each_framework()))
 ops_table = precision.float32_ops(ok)
 if ops_table is None:
     say("No bf16 or fp16 cell ran here, so there is no list of float32 ops to show "

@@ -30,9 +30,14 @@ say("# Training: the same CNN, trained from image files")
 # **Accuracy is the proof that the frameworks trained the same model**, not a ranking: the
 # final test accuracies of cells that should learn alike (same model, data, batch, optimizer,
 # learning rate and epochs) at the same precision — a framework's fp32 recipes together, each
-# reduced precision apart — must agree within the configured tolerance or the statistical
-# one, whichever is larger: 2 standard errors of the difference, each side's the binomial
-# error of its accuracy over test images × seeds (or its seeds' spread, if larger).
+# reduced precision apart — are compared against the configured tolerance, the size of a
+# difference that matters, and the statistical one, the difference's 95% noise: 2 standard
+# errors, each side's the binomial error of its accuracy over test images × seeds, or its
+# seeds' spread if larger (then Student's t with seeds − 1 degrees of freedom: 12.7 for two
+# seeds). A **match** needs the noise within the configured tolerance (a difference that
+# matters would show) and the difference within it; a difference beyond both is a
+# **mismatch**; one inside noise wider than the configured tolerance is **undecided** —
+# not the same, not different: too few seeds or test images to tell.
 # With more than two frameworks, every pair must agree. A **mismatch** counts as a wrong
 # answer in inference: flagged ✗, its speed is left out of the answer, the speed-ups and the
 # efficiency averages.
@@ -52,6 +57,10 @@ else:
         say(f"{counts.get('match', 0)} of {len(match)} groups match. "
             + (f"{counts.get('mismatch')} mismatch: their cells' speed does not count. "
                if counts.get("mismatch") else "")
+            + (f"{counts.get('undecided')} undecided: their noise (the 95% tolerance) is "
+               "wider than the configured tolerance, so a difference that matters would not "
+               "show; more seeds or test images decide them. "
+               if counts.get("undecided") else "")
             + ("Groups *not established* differ by more than the configured tolerance, and "
                "the summary lacks the test set's size for the statistical one."
                if counts.get("not established") else ""))

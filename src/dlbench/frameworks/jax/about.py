@@ -27,4 +27,12 @@ FRAMEWORK = Framework(
     no_pinned_memory="pinned memory is a PyTorch DataLoader option; Grain has none",
     # A training step in JAX is what jax.jit compiles (op by op is not what anyone runs).
     default_step="jit",
+    gpu_timing="on the host only, after block_until_ready: JAX's Python API has no device "
+               "events",
+    gpu_memory="Device.memory_stats()'s peak in use (and reserved, where the allocator gives "
+               "it), which JAX cannot reset: in a group of cells, the largest so far",
+    mixed_precision="the Flax modules' computation dtype: each module computes in the "
+                    "reduced type unless it keeps a computation in float32, its parameters "
+                    "stay float32; the ops listed are the primitives of the forward pass's "
+                    "jaxpr",
 )

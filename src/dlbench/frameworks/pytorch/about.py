@@ -24,4 +24,11 @@ FRAMEWORK = Framework(
         GemmLibrary("torch-matmul", "PyTorch torch.matmul (MKL/cuBLAS)", ("cpu", "gpu"), True),
         GemmLibrary("torch-onednn", "PyTorch → oneDNN (mkldnn_linear)", ("cpu",), False),
     ),
+    gpu_timing="on the host and on the device, with CUDA events around the same steps "
+               "(device time)",
+    gpu_memory="its caching allocator's allocated and reserved peaks "
+               "(torch.cuda.max_memory_allocated, max_memory_reserved)",
+    mixed_precision="torch.autocast casts each op by its own lists (matrix products to the "
+                    "reduced type; some, such as reductions and normalizations, to float32); "
+                    "the ops listed are the aten ops of one eager call",
 )

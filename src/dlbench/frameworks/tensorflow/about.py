@@ -32,6 +32,13 @@ FRAMEWORK = Framework(
     inference_protocol=MappingProxyType({"gpu": 2}),
     # Keras' fit runs the step as a tf.function graph.
     default_step="graph",
+    gpu_timing="on the host only, after sync_devices(): TensorFlow's Python API exposes no "
+               "device events",
+    gpu_memory="its allocator's peak (tf.config.experimental.get_memory_info), with memory "
+               "growth on so that NVML does not report the whole card",
+    mixed_precision="Keras's mixed-precision policy decides per layer (computations in the "
+                    "reduced type, variables in float32, some layers in float32); the ops "
+                    "listed are the graph ops of the traced forward pass",
     kernel_per_variable=(
         "legacy-optimizer", "Keras optimizers (2.11 and later) compose TensorFlow ops per "
         "variable too; its single C++ kernel per variable (ResourceApplyAdam) is the legacy "

@@ -16,7 +16,7 @@ from dlbench.catalogue.models import ModelSpec
 from dlbench.catalogue.optimizers import Optimizer
 from dlbench.catalogue.recipes import Optimization
 from dlbench.frameworks.tensorflow.inference import TensorFlowInference
-from dlbench.frameworks.tensorflow.training import make_optimizer
+from dlbench.frameworks.tensorflow.optimizer import is_legacy, make_optimizer
 from dlbench.measure.parts import Step
 
 FORWARD_BACKWARD, OPTIMIZER = "forward_backward", "optimizer"
@@ -90,15 +90,17 @@ class TensorFlowTrainStep:
     def implementation(self, opt, optimization: Optimization) -> str:
         """Which implementation of the update runs, in words."""
         inner = getattr(opt, "inner_optimizer", opt)
-        kind = type(inner)
-        if "legacy" in kind.__module__:
-            kernel = "ResourceApplyAdam" if kind.__name__ == "Adam" else \
-                "ResourceApplyKerasMomentum"
-            name = f"tf.keras.optimizers.legacy.{kind.__name__}"
+        adam = isinstance(inner, (tf.keras.optimizers.Adam, tf.keras.optimizers.legacy.Adam))
+        kind = "Adam" if adam else type(inner).__name__
+        if is_legacy(inner):
+            kernel = "ResourceApplyAdam" if adam else "ResourceApplyKerasMomentum"
+            name = f"tf.keras.optimizers.legacy.{kind}"
             ops = f"one C++ kernel per variable ({kernel})"
         else:
-            name = f"tf.keras.optimizers.{kind.__name__}"
+            name = f"tf.keras.optimizers.{kind}"
             ops = "TensorFlow ops per variable, composed in Python"
+        if adam:
+            name += " (epsilon added to √v̂, as PyTorch's and optax's)"
         run = {"graph": "traced once into a tf.function graph (no Python per step)",
                "xla": "compiled by XLA with jit_compile (no Python per step)"}.get(
             optimization.recipe.name, "dispatched op by op from Python (eager)")

@@ -20,6 +20,7 @@ from dlbench.catalogue.optimizers import Optimizer
 from dlbench.catalogue.recipes import Optimization
 from dlbench.data import damaged_file_error, decode
 from dlbench.data.pipeline import PAD, Pipeline
+from dlbench.frameworks.tensorflow.optimizer import make_optimizer
 from dlbench.run import faults
 
 _POLICIES = {"bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
@@ -47,23 +48,6 @@ def file_pipeline_options() -> tf.data.Options:
     options.autotune.enabled = False
     options.experimental_warm_start = False
     return options
-
-
-def make_optimizer(optimizer: Optimizer, learning_rate: float,
-                   optimization: Optimization) -> tf.keras.optimizers.Optimizer:
-    """The optimizer of every TensorFlow training scenario: Keras's SGD with momentum or Adam
-    (epsilon 1e-7) — the legacy classes for the legacy-optimizer recipe —, wrapped for loss
-    scaling in fp16 (as PyTorch's GradScaler)."""
-    optimizers = tf.keras.optimizers
-    if optimization.recipe.name == "legacy-optimizer":
-        optimizers = optimizers.legacy
-    if optimizer.name == "sgd":
-        opt = optimizers.SGD(learning_rate, momentum=optimizer.momentum)
-    else:
-        opt = optimizers.Adam(learning_rate, epsilon=1e-7)
-    if optimization.precision.name == "fp16":
-        opt = tf.keras.mixed_precision.LossScaleOptimizer(opt)
-    return opt
 
 
 def keras_model(spec: CNN, data_format: str) -> tf.keras.Model:
