@@ -191,3 +191,50 @@ def test_a_planted_wrong_token_fails_the_check(tmp_path, shared):
     assert correctness["within_tolerance"] is False
     assert correctness["first_divergence"] == NEW // 2
     assert correctness["share_equal"] == pytest.approx(1 - 1 / NEW)
+
+
+# -- why JAX's time per token is what it is -------------------------------------------------
+
+JAX_LOOP_COPIES = """
+import json, re
+import jax
+import numpy as np
+from dlbench.catalogue import recipes
+from dlbench.catalogue.models import get_model
+from dlbench.frameworks import load_backend, load_ops
+ops = load_ops(load_backend("jax", "cpu", 1, 1), "generation")
+jit = recipes.optimization("generation", "jit", "jax")
+model = ops.build(get_model("tiny-gpt2"), 0, jit)
+inputs = ops.inputs(np.random.RandomState(0).randint(0, 100, (1, 8)))
+decoder = ops.decoder(model, inputs, 4, jit)
+for _ in range(3):
+    decoder.call()
+program = ops._jitted.lower(model.params, **inputs).compile().as_text()
+copies = re.findall(r'= f32\\[([\\d,]*)\\]\\S* copy\\([^\\n]*op_name="([^"]*)"', program)
+copied = sum(4 * int(np.prod([int(d) for d in dims.split(",")]))
+             for dims, where in copies if "while/body" in where and where.endswith("transpose"))
+params = model.params["transformer"]
+matrices = sum(w.size * 4 for w in jax.tree_util.tree_leaves(params) if w.ndim == 2)
+print(json.dumps({"copied": copied, "matrices": matrices,
+                  "positions": params["wpe"]["embedding"].size * 4,
+                  "traces": decoder.traces()}))
+"""
+
+
+@pytest.mark.slow  # a real JAX process compiling tiny-gpt2's generation (~15 s)
+def test_jax_generation_copies_every_weight_matrix_in_every_decoding_step():
+    """JAX's time per token is slow on a CPU (distilgpt2: ~6× TensorFlow XLA's) because
+    transformers' Flax GPT-2 transposes every weight matrix in every decoding step
+    (FlaxConv1D's `kernel.transpose()`, the tied head's `embedding.T`) and XLA materializes
+    those transposes inside generate's while loop: not a retrace (one trace after the warm
+    calls), not a host copy. If transformers or XLA stop doing it, this fails, and
+    config/README.md's explanation of the JAX figure must change."""
+    import json
+
+    done = subprocess.run([sys.executable, "-c", JAX_LOOP_COPIES], capture_output=True,
+                          text=True, env=tool_env(), timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["traces"] == 1
+    # every matrix but the position embeddings (looked up, not multiplied), once per step
+    assert found["copied"] == found["matrices"] - found["positions"]
