@@ -158,13 +158,18 @@ def test_one_cell_per_framework_generates_the_reference_ids(tmp_path, shared, fr
         BATCH * NEW / (record["timing"]["median_ms"] / 1e3))
     low, high = generation["tokens_per_s_ci95"]
     assert low <= record["throughput"]["tokens_per_s"] <= high
+    other = generation["other_prompt"]  # a prompt one token shorter, after the timed cell
     if framework == "pytorch":  # every decoding step timestamped
+        assert other is None  # nothing compiled
         assert generation["per_token_method"] == "steps"
         assert len(generation["per_position_ms"]) == NEW - 1
         assert len(generation["first_token"]["samples_ms"]) == record["timing"]["iterations"]
     else:  # one compiled call, traced once
         assert generation["per_token_method"] == "whole_minus_first"
         assert generation["per_position_ms"] is None and generation["traces"] == 1
+        assert other["prompt_length"] == PROMPT - 1
+        # without padding, another prompt length is another shape: one program more
+        assert other["recompiled"] is True and other["new_compilations"] == 1
         assert generation["per_token_ms"] * (NEW - 1) == pytest.approx(
             record["timing"]["median_ms"] - generation["first_token_ms"], rel=0.05, abs=0.05)
 
@@ -180,6 +185,13 @@ def test_torch_compile_recompiles_only_in_the_warm_up(tmp_path, shared):
     assert record["timing"]["warmup_iterations"] >= 2
     assert record["compilation"]["graph_breaks"] == 0
     assert record["compilation"]["recompiles_after_second_call"] == 0
+    # Another prompt length compiles nothing: the recompilation at the second generation
+    # made the shapes dynamic (dynamo's automatic dynamic shapes), and the call is as
+    # quick as one without compiling.
+    other = record["generation"]["other_prompt"]
+    assert other["prompt_length"] == PROMPT - 1 and "torch.compile" in other["counted"]
+    assert other["recompiled"] is False and other["new_compilations"] == 0
+    assert other["call_s"] < record["timing"]["cold_start_s"] / 2
 
 
 @pytest.mark.slow

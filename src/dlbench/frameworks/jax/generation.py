@@ -81,7 +81,10 @@ class JaxGeneration:
             first=lambda: hold(first(model.params, **inputs)),
             how="generate() under jax.jit: one XLA program; the first token: the prompt's "
                 "forward pass (with its cache) and argmax, jitted alike",
-            traces=whole._cache_size)
+            traces=whole._cache_size,
+            call_with=lambda other: hold(whole(model.params, **other)),
+            compilations=whole._cache_size,
+            counted="XLA programs compiled by the jitted generate (jax.jit's cache)")
 
     def new_ids(self, output, prompt_length: int) -> np.ndarray:
         return np.asarray(output[:, prompt_length:]).astype(np.int64)

@@ -96,15 +96,23 @@ class PyTorchGeneration:
             how = ("generate(), greedy, a static key-value cache, the model's forward "
                    "(prompt and each decoding step) compiled by torch.compile")
 
-        def call():
+        def generate(prompt: dict):
             stamps.times = []
             with torch.inference_mode():
-                output = model.generate(**inputs, **options)
+                return model.generate(**prompt, **options)
+
+        def call():
+            output = generate(inputs)
             if self._compiled and len(self._counts) < 2:
                 self._counts.append(dynamo.compilation())
             return output
 
-        return Decoder(call=call, how=how, stamps=lambda: list(stamps.times))
+        if recipe != "compile":
+            return Decoder(call=call, how=how, stamps=lambda: list(stamps.times))
+        return Decoder(call=call, how=how, stamps=lambda: list(stamps.times),
+                       call_with=generate,
+                       compilations=lambda: dynamo.compilation()["graphs"],
+                       counted="graphs compiled by torch.compile (dynamo's unique_graphs)")
 
     def new_ids(self, output: torch.Tensor, prompt_length: int) -> np.ndarray:
         return output[:, prompt_length:].cpu().numpy()

@@ -111,8 +111,15 @@ class TensorFlowGeneration:
                if jit else "generate() inside one tf.function graph") + (
             "; the first token: the prompt's forward pass (with its cache) and argmax, "
             "compiled alike")
+        def call_with(other):
+            with tf.device(device):
+                return whole(**other)
+
         return Decoder(call=run(whole), first=run(first), how=how,
-                       traces=whole.experimental_get_tracing_count)
+                       traces=whole.experimental_get_tracing_count, call_with=call_with,
+                       compilations=whole.experimental_get_tracing_count,
+                       counted="traces of the tf.function around generate "
+                               "(experimental_get_tracing_count)")
 
     def new_ids(self, output, prompt_length: int) -> np.ndarray:
         return output[:, prompt_length:].numpy().astype(np.int64)
