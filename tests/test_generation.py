@@ -168,8 +168,11 @@ def test_one_cell_per_framework_generates_the_reference_ids(tmp_path, shared, fr
         assert generation["per_token_method"] == "whole_minus_first"
         assert generation["per_position_ms"] is None and generation["traces"] == 1
         assert other["prompt_length"] == PROMPT - 1
-        # without padding, another prompt length is another shape: one program more
-        assert other["recompiled"] is True and other["new_compilations"] == 1
+        if framework == "jax":  # no padding: another prompt length is one program more
+            assert other["recompiled"] is True and other["new_compilations"] == 1
+        else:  # XLA's prompt padded to a multiple of 8: 7 tokens share 8's program
+            assert other["recompiled"] is False and other["new_compilations"] == 0
+            assert "left-padded" in generation["how"]
         assert generation["per_token_ms"] * (NEW - 1) == pytest.approx(
             record["timing"]["median_ms"] - generation["first_token_ms"], rel=0.05, abs=0.05)
 
@@ -250,3 +253,51 @@ def test_jax_generation_copies_every_weight_matrix_in_every_decoding_step():
     assert found["traces"] == 1
     # every matrix but the position embeddings (looked up, not multiplied), once per step
     assert found["copied"] == found["matrices"] - found["positions"]
+
+
+TF_XLA_PADDING = """
+import json
+import numpy as np
+from dlbench.catalogue import recipes
+from dlbench.catalogue.models import get_model
+from dlbench.frameworks import load_backend, load_ops
+backend = load_backend("tensorflow", "cpu", 1, 1)
+spec = get_model("tiny-gpt2")
+rng = np.random.RandomState(0)
+prompts = {n: rng.randint(0, 100, (2, n)) for n in (8, 7)}
+found = {}
+for multiple in (8, None):
+    ops = load_ops(backend, "generation")
+    ops.pad_to_multiple_of = multiple
+    xla = recipes.optimization("generation", "xla", "tensorflow")
+    model = ops.build(spec, 0, xla)
+    decoder = ops.decoder(model, ops.inputs(prompts[8]), 4, xla)
+    decoder.call()
+    before = decoder.traces()
+    output = decoder.call_with(ops.inputs(prompts[7]))
+    found[str(multiple)] = {"before": before, "after": decoder.traces(),
+                            "ids": output[:, -4:].numpy().tolist()}
+    eager = recipes.optimization("generation", "eager", "tensorflow")
+    plain = ops.decoder(model, ops.inputs(prompts[7]), 4, eager).call()
+    found[str(multiple)]["eager_ids"] = plain[:, -4:].numpy().tolist()
+    ops.release()
+print(json.dumps(found))
+"""
+
+
+@pytest.mark.slow  # a real TensorFlow process compiling tiny-gpt2's generation twice (~30 s)
+def test_tensorflow_xla_pads_the_prompt_so_that_another_length_does_not_retrace():
+    """transformers' XLA recipe: the prompt left-padded (masked) to a multiple of 8, a
+    7-token prompt runs 8's program (no retrace) and generates the same ids as eager
+    generate on the unpadded prompt; without padding it traces again."""
+    import json
+
+    done = subprocess.run([sys.executable, "-c", TF_XLA_PADDING], capture_output=True,
+                          text=True, env=tool_env(), timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    padded, unpadded = found["8"], found["None"]
+    assert (padded["before"], padded["after"]) == (1, 1)
+    assert (unpadded["before"], unpadded["after"]) == (1, 2)
+    for case in (padded, unpadded):
+        assert case["ids"] == case["eager_ids"]
