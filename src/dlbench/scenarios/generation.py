@@ -295,6 +295,26 @@ class Generation(Scenario):
                 cell.size("batch") * cell.size("new_tokens"), final["timing"])
         return final
 
+    # -- the work of a generation (the report's efficiency section) ---------------------------
+
+    def iteration_flops(self, model: str, sizes: dict[str, int]) -> float | None:
+        """The whole generation's FLOPs: the prefill and every decoding step with its
+        growing cache (dlbench.measure.flops.generation_flops)."""
+        counted = _generation_flops(model, sizes)
+        return None if counted is None else counted["total"]
+
+    def flops_phases(self, model: str, sizes: dict[str, int]) -> list[tuple[str, float, str]]:
+        """The prefill (timed as the time to the first token) and the mean decoding step
+        (timed as the time per output token), each with its FLOPs."""
+        counted = _generation_flops(model, sizes)
+        if counted is None:
+            return []
+        steps = counted["steps"]
+        return [("prefill (first token)", counted["prefill"], "generation_first_token_ms"),
+                (f"decoding step (mean of {len(steps)}; "
+                 f"{steps[0] / 1e9:.3g} → {steps[-1] / 1e9:.3g} GFLOP as the cache grows)",
+                 sum(steps) / len(steps), "generation_per_token_ms")]
+
     # -- its part of the result schema -------------------------------------------------------
 
     def result_schema(self) -> dict:
@@ -432,6 +452,16 @@ def reference_ids(model: str, batch: int, prompt: int, new_tokens: int, seed: in
         return ops.new_ids(output, prompt), ids
     finally:
         ops.release()
+
+
+def _generation_flops(model: str, sizes: dict[str, int]) -> dict | None:
+    from dlbench.measure import flops
+
+    try:
+        return flops.generation_flops(model, sizes["batch"], sizes["seqlen"],
+                                      sizes["new_tokens"])
+    except KeyError:  # a model without a count
+        return None
 
 
 def _cell(params: dict) -> "Cell":
