@@ -198,15 +198,26 @@ def test_torch_compile_recompiles_only_in_the_warm_up(tmp_path, shared):
 
 
 @pytest.mark.slow
-def test_a_planted_wrong_token_fails_the_check(tmp_path, shared):
-    record = run_cell(tmp_path / "cell.json", shared, "pytorch", "planted-error",
-                      **{recipes.TEST_RECIPES_VARIABLE: "1"})
+@pytest.mark.parametrize("optimization", ["eager", "static-cache"])
+def test_a_corrupted_cache_fails_the_token_check(tmp_path, shared, optimization):
+    """The wrong-cache fault (DLBENCH_TEST_FAULT): midway through every generation the
+    key-value cache's values are corrupted (wrong sign and scale); the tokens made from it
+    diverge from the reference's, first at the middle one, and the cell is a wrong
+    answer."""
+    record = run_cell(tmp_path / "cell.json", shared, "pytorch", optimization,
+                      DLBENCH_TEST_FAULT="wrong-cache")
     assert record["status"] == "ok"
     correctness = record["correctness"]
     assert correctness["within_tolerance"] is False
-    assert correctness["first_divergence"] == NEW // 2
-    assert correctness["share_equal"] == pytest.approx(1 - 1 / NEW)
+    assert correctness["first_divergence"] == NEW // 2  # the first token of the bad cache
+    assert correctness["share_equal"] < 1
 
+
+@pytest.mark.slow
+def test_the_wrong_cache_fault_strikes_only_the_cells_it_names(tmp_path, shared):
+    record = run_cell(tmp_path / "cell.json", shared, "pytorch", "eager",
+                      DLBENCH_TEST_FAULT="wrong-cache@.*_static-cache")
+    assert record["correctness"]["within_tolerance"] is True
 
 # -- why JAX's time per token is what it is -------------------------------------------------
 
