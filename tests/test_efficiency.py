@@ -293,3 +293,30 @@ def test_an_older_peak_record_shows_its_one_library(tmp_path):
     assert listed["GFLOP/s"].tolist() == ["198", "unknown"]
     assert listed["library"].iloc[0].startswith("torch.matmul (an older record")
     assert efficiency.load_peaks([path])["peak_gflops"].tolist() == [198.0]
+
+
+def test_a_generation_cell_counts_its_whole_generation_and_its_phases(peaks):
+    """The generation scenario counts its own work (prefill and steps, the scenario's
+    `iteration_flops`), and its prefill and decoding step get their own rates: a decoding
+    step's share of the peak is far below the prefill's."""
+    counted = flops.generation_flops("gpt2", 1, 32, 16)
+    summary = frame(cell("pytorch", "eager", 300.0, model="gpt2", seqlen=32,
+                         intra_op_threads=2, scenario="generation", new_tokens=16,
+                         generation_first_token_ms=30.0, generation_per_token_ms=18.0))
+    cells = efficiency.efficiency(summary, peaks)
+    assert len(cells) == 1
+    assert cells.iloc[0]["flops"] == pytest.approx(counted["total"])
+    assert cells.iloc[0]["achieved_gflops"] == pytest.approx(counted["total"] / 0.3 / 1e9)
+    phased = efficiency.phases(cells).set_index("median ms")
+    assert list(phased.index) == ["30.0", "18.0"]
+    prefill, step = phased.loc["30.0"], phased.loc["18.0"]
+    assert prefill["phase"] == "prefill (first token)"
+    assert prefill["gflops"] == pytest.approx(counted["prefill"] / 0.03 / 1e9)
+    mean_step = sum(counted["steps"]) / len(counted["steps"])
+    assert step["gflops"] == pytest.approx(mean_step / 0.018 / 1e9)
+    assert "decoding step (mean of 15;" in step["phase"]
+    assert step["gflops"] < prefill["gflops"] / 5
+    # other scenarios time no phases apart
+    bert = frame(cell("pytorch", "eager", 100.0, model=BERT, seqlen=128, intra_op_threads=2))
+    assert efficiency.phases(efficiency.efficiency(bert.assign(scenario="inference"),
+                                                   peaks)).empty

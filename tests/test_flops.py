@@ -112,3 +112,26 @@ def test_the_cnns_training_step_is_three_forward_passes_by_the_counter(net):
     expected = flops.step_flops("training", "cnn", 4)
     assert counter.get_total_flops() == pytest.approx(expected, rel=0.02)
     assert counter.get_total_flops() < expected
+
+
+def test_a_generation_is_its_prefill_and_its_steps_with_a_growing_cache():
+    """The prefill is the prompt's forward pass with the head on its last position; each
+    decoding step is one token per row, its attention one key longer than the step
+    before's (scores and mix: 2·b·h multiply-adds per layer per key)."""
+    from dlbench.catalogue.models import get_model
+
+    spec = get_model("gpt2")
+    h, layers, vocab = 768, 12, spec.vocab_size
+    counted = flops.generation_flops("gpt2", 4, 32, 64)
+    head = 2 * 4 * h * vocab
+    assert counted["prefill"] == flops.forward_flops("gpt2", 4, 32) + head
+    steps = counted["steps"]
+    assert len(steps) == 63
+    growth = [b - a for a, b in zip(steps, steps[1:], strict=False)]
+    assert growth == pytest.approx([2 * 2 * layers * 4 * h] * 62)
+    # the first step: one token per row against 33 keys, the head on it
+    one = 2 * layers * 4 * (4 * h * h + 2 * h * 4 * h + 2 * 33 * h)
+    assert steps[0] == one + head
+    assert counted["total"] == pytest.approx(counted["prefill"] + sum(steps))
+    # 63 steps of one token cost far less than a forward pass of 63 tokens more
+    assert sum(steps) < flops.forward_flops("gpt2", 4, 95) + 63 * head

@@ -72,3 +72,25 @@ def test_the_token_check_names_the_divergence():
     assert checks.loc["planted-error", "verdict"] == "✗ diverged"
     assert checks.loc["planted-error", "first divergence"] == 2
     assert (checks.drop("planted-error")["verdict"] == "✓ equal").all()
+
+
+def other_prompt(recompiled: bool, added: int, counted: str) -> dict:
+    return {"generation_other_prompt_prompt_length": 7,
+            "generation_other_prompt_recompiled": recompiled,
+            "generation_other_prompt_new_compilations": added,
+            "generation_other_prompt_call_s": 1.5, "generation_other_prompt_counted": counted}
+
+
+def test_recompilations_across_prompt_lengths_list_compiled_recipes_only():
+    summary = pd.DataFrame([
+        row("pytorch", "eager", 1, 8, 10.0, 4.0, 2.0),  # compiles nothing: not listed
+        row("tensorflow", "xla", 1, 8, 5.0, 2.0, 1.0, **other_prompt(False, 0, "traces")),
+        row("jax", "jit", 1, 8, 6.0, 2.0, 1.0, **other_prompt(True, 1, "XLA programs")),
+    ])
+    summary.loc[0, "generation_other_prompt_recompiled"] = None
+    table = generation.recompilations(summary).set_index("framework")
+    assert list(table.index) == ["tensorflow", "jax"]
+    assert table.loc["tensorflow", "compiled anew"] == "no"
+    assert table.loc["jax", "compiled anew"] == "yes (1)"
+    assert table.loc["jax", "other prompt"] == 7 and table.loc["jax", "prompt"] == 8
+    assert generation.recompilations(SUMMARY).empty  # cells without the column

@@ -66,3 +66,22 @@ def test_the_summary_and_the_report_show_the_generation(workflow_run):
                  if heading == "Token for token against the reference")
     assert len(check) == 1 + 4 and all("✓ equal" in row for row in check[1:])
     assert "Generation" in html  # the answer-first table has the scenario
+    # TensorFlow xla, the one compiled recipe: its prompt of 7 tokens after 8 (padded to 8)
+    recompiled = next(rows for heading, rows in report_html.tables(html)
+                      if heading == "Compilations across prompt lengths")
+    assert len(recompiled) == 1 + 1 and "xla" in recompiled[1]
+    assert "no" in recompiled[1]
+
+
+def test_the_efficiency_section_has_the_generation_phases(workflow_run):
+    html = (workflow_run / "report" / "report.html").read_text()
+    summary = pd.read_parquet(workflow_run / "results" / "summary.parquet")
+    timed = summary[summary["scenario"].eq("generation") & summary["status"].eq("ok")]
+    from bs4 import BeautifulSoup
+
+    captions = [c for c in BeautifulSoup(html, "html.parser").find_all("caption")
+                if "The phases of a timed iteration" in c.get_text()]
+    assert captions, "no table of the generation's phases"
+    rows = [row.get_text(" ") for row in captions[0].find_parent("table").find_all("tr")][1:]
+    assert len(rows) == 2 * len(timed)  # the prefill and the decoding step of each cell
+    assert sum("prefill (first token)" in row for row in rows) == len(timed)

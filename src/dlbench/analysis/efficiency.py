@@ -4,10 +4,14 @@ device, precision and thread count: the best library's matrix product, named, wi
 framework's own default library's rate beside it (`own GEMM`), so that a gap between the
 frameworks that is a gap between their libraries shows.
 
-A cell's FLOPs are those of one timed iteration: a forward pass (inference), a training
-step of the CNN (training: 3 × the forward pass of its batch) or of a transformer with its
-language-model head (train_step). Achieved FLOP/s = FLOPs / median time. Cells measured
-under a profiler are left out (their times are not comparable). A cell above the peak is a
+A cell's FLOPs are those of one timed iteration, as its scenario counts them
+(`Scenario.iteration_flops`, from dlbench.measure.flops): a forward pass (inference), a
+training step of the CNN (training: 3 × the forward pass of its batch) or of a transformer
+with its language-model head (train_step), a whole generation (its prefill and every
+decoding step with the growing cache). A scenario that times phases of its iteration apart
+(`Scenario.flops_phases`: the generation's prefill and decoding step) has their rates
+too. Achieved FLOP/s = FLOPs / median time. Cells measured under a profiler are left out
+(their times are not comparable). A cell above the peak is a
 measurement problem (the time, the FLOP count or the peak is wrong), flagged with its
 numbers: a limit that a cell beats is not a limit.
 """
@@ -19,12 +23,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dlbench import scenarios
 from dlbench.analysis.summary import axes
-from dlbench.measure import flops
 from dlbench.plan.axes import FRAMEWORKS
 from dlbench.report.format import fmt_ms, fmt_percent, framework_name, md_text, na, sentence
 
-SCENARIOS = ("inference", "training", "train_step")
 PEAK_KEYS = ["device", "precision", "threads"]
 _GEMM = [f"gemm_{framework}" for framework in FRAMEWORKS]
 _PEAK_COLUMNS = PEAK_KEYS + ["status", "reason", "peak_gflops", "peak_library",
@@ -124,12 +127,21 @@ def theory(paths: Iterable[str | Path]) -> list[str]:
     return lines
 
 
+def _sizes(row) -> dict[str, int]:
+    """The cell's sizes: its scenario's axes that are numbers in the row."""
+    sizes = {}
+    for axis in axes(row["scenario"]):
+        value = row.get(axis, np.nan)
+        if isinstance(value, (int, float, np.integer, np.floating)) and not pd.isna(value):
+            sizes[axis] = int(value)
+    return sizes
+
+
 def _iteration_flops(row) -> float:
-    seqlen = None if pd.isna(row.get("seqlen", np.nan)) else int(row["seqlen"])
-    try:
-        return flops.step_flops(row["scenario"], row["model"], int(row["batch"]), seqlen)
-    except (KeyError, ValueError):  # a model or scenario without a FLOP count
-        return np.nan
+    """FLOPs of the cell's timed iteration, as its scenario counts them (NaN: none)."""
+    scenario = scenarios.scenarios().get(row["scenario"])
+    counted = None if scenario is None else scenario.iteration_flops(row["model"], _sizes(row))
+    return np.nan if counted is None else counted
 
 
 def efficiency(frame: pd.DataFrame, peaks: pd.DataFrame) -> pd.DataFrame:
@@ -138,7 +150,7 @@ def efficiency(frame: pd.DataFrame, peaks: pd.DataFrame) -> pd.DataFrame:
     matching peak's `peak_status`, `peak_reason`, `peak_gflops` and `peak_hardware`, and
     `fraction_of_peak` (NaN without an ok peak). Cells whose model has no FLOP count are
     left out."""
-    cells = frame[frame["timed"] & frame["scenario"].isin(SCENARIOS) & ~frame["profiled"]]
+    cells = frame[frame["timed"] & ~frame["profiled"]]
     cells = cells.copy()
     cells["flops"] = [_iteration_flops(row) for _, row in cells.iterrows()]
     cells = cells[cells["flops"].notna()]
@@ -155,6 +167,37 @@ def efficiency(frame: pd.DataFrame, peaks: pd.DataFrame) -> pd.DataFrame:
     cells["fraction_of_own_gemm"] = cells["achieved_gflops"] / cells["own_gemm_gflops"]
     cells["above_peak"] = cells["fraction_of_peak"] > ABOVE_PEAK
     return cells
+
+
+def phases(cells: pd.DataFrame) -> pd.DataFrame:
+    """Per cell of `efficiency` whose scenario times phases of its iteration apart (the
+    generation's prefill and decoding step), one row per phase: its FLOPs, its median time,
+    the rate it achieved and its share of the cell's peak (✗: a wrong answer). A decoding
+    step is one token per row against the cache: little work on every weight, so its
+    share of a matrix product's peak is small (bound by memory, not arithmetic)."""
+    rows = []
+    for _, row in cells.iterrows():
+        scenario = scenarios.scenarios().get(row["scenario"])
+        if scenario is None:
+            continue
+        for name, work, column in scenario.flops_phases(row["model"], _sizes(row)):
+            ms = row.get(column, np.nan)
+            if pd.isna(ms) or ms <= 0:
+                continue
+            rate = work / (ms / 1e3) / 1e9
+            mark = " ✗" if row["wrong_answer"] else ""
+            rows.append({"scenario": row["scenario"], "model": row["model"],
+                         "batch": int(row["batch"]),
+                         "length": "" if pd.isna(row.get("seqlen", np.nan))
+                         else int(row["seqlen"]),
+                         "framework": framework_name(row["framework"]),
+                         "optimization": row["optimization"], "phase": name,
+                         "GFLOP": fmt_ms(work / 1e9), "median ms": fmt_ms(ms),
+                         "achieved GFLOP/s": fmt_ms(rate) + mark,
+                         "% of peak": fmt_share(rate / row["peak_gflops"])
+                         if pd.notna(row.get("peak_gflops", np.nan)) else "N/A",
+                         "gflops": rate})
+    return pd.DataFrame(rows)
 
 
 def count_above_peak(frame: pd.DataFrame, paths: Iterable[str | Path]) -> int:

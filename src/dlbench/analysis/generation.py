@@ -1,7 +1,7 @@
 """The generation scenario's tables and figures: time to the first token and time per
 output token laid out like the 2019 benchmark (rows model × batch, columns prompt length),
-the time of each decoding step against its position, tokens/s against batch size, and the
-token-for-token check against the reference.
+the time of each decoding step against its position, tokens/s against batch size, whether
+another prompt length compiles anew, and the token-for-token check against the reference.
 
 A wrong answer (fp32 ids that diverged from the reference's) is marked ✗ in every table
 and left out of the figures' comparisons; its first divergence is named."""
@@ -117,6 +117,28 @@ def token_check(cells: pd.DataFrame) -> pd.DataFrame:
                      "equal tokens": f"{row['correctness_share_equal']:.1%}",
                      "first divergence": "" if pd.isna(first) else int(first),
                      "verdict": verdict})
+    return pd.DataFrame(rows)
+
+
+def recompilations(cells: pd.DataFrame) -> pd.DataFrame:
+    """Per timed cell of a compiled recipe: the prompt length of the one generation made
+    after the timed cell with a prompt of another length, whether it compiled anew (and how
+    many programs it added, in the framework's own count) and how long that call took."""
+    column = "generation_other_prompt_recompiled"
+    cells = cells[cells["scenario"].eq(SCENARIO) & cells["status"].eq("ok")]
+    if column not in cells:
+        return pd.DataFrame()
+    asked = cells[cells[column].notna()]
+    rows = []
+    for _, row in asked.iterrows():
+        added = int(row["generation_other_prompt_new_compilations"])
+        rows.append({"framework": row["framework"], "optimization": row["optimization"],
+                     "model": row["model"], "batch": int(row["batch"]),
+                     "prompt": int(row["seqlen"]),
+                     "other prompt": int(row["generation_other_prompt_prompt_length"]),
+                     "compiled anew": (f"yes ({added})" if bool(row[column]) else "no"),
+                     "its call (s)": f"{row['generation_other_prompt_call_s']:.2f}",
+                     "counted": row["generation_other_prompt_counted"]})
     return pd.DataFrame(rows)
 
 

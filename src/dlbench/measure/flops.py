@@ -32,6 +32,15 @@ The vision CNN (dlbench.catalogue.models.vision, every convolution padded to kee
 convolution from C to C' channels on an H×W image is H·W·C·C'·k² multiply-adds, a dense
 layer n → m is n·m.
 
+Generation (greedy, a key-value cache): the prefill is the prompt's forward pass (s = the
+prompt, its full s×s scores) and the head on its last position (b·h·V: the one position a
+token is chosen from); decoding step k (k = 1 … new tokens − 1) is the forward pass of one
+token per row against a cache of prompt + k keys — projections and feed-forward of b
+tokens, scores and mix b·(prompt + k)·h each per layer, growing with the cache — and the
+head on that token. Counted is the arithmetic that the dynamic cache needs: a static
+cache or a padded XLA program that attends over every preallocated position computes
+more (its masked positions are not counted).
+
 A training step is 3 × the forward pass: the backward pass computes the gradients of the
 activations and of the weights, each a product as large as the forward one (the first
 layer's input gradient, which frameworks skip, is counted; the optimizer step, a few
@@ -74,6 +83,30 @@ def transformer_multiply_adds(spec: ModelSpec, batch: int, seqlen: int,
     if lm_head:
         total += tokens * h * spec.vocab_size
     return total
+
+
+def cached_multiply_adds(spec: ModelSpec, batch: int, tokens: int, past: int,
+                         head_positions: int) -> int:
+    """Multiply-adds of a decoder's forward pass of `tokens` new tokens per row against a
+    key-value cache that already holds `past` positions (attention over past + tokens
+    keys), with the language-model head on `head_positions` positions per row."""
+    width_key, layers_key, ffn_key, _ = _KEYS[spec.family]
+    h, layers = int(spec.params[width_key]), int(spec.params[layers_key])
+    f = int(spec.params.get(ffn_key) or 4 * h) if ffn_key else 4 * h
+    per_layer = (batch * tokens * (4 * h * h + 2 * h * f)
+                 + 2 * batch * tokens * (past + tokens) * h)
+    return layers * per_layer + batch * head_positions * h * spec.vocab_size
+
+
+def generation_flops(model: str, batch: int, prompt: int, new_tokens: int) -> dict:
+    """FLOPs of a greedy generation with a key-value cache: `prefill` (the prompt's forward
+    pass and the head on its last position), `steps` (each decoding step's, the cache
+    growing by one position a step; new tokens − 1 of them) and `total`."""
+    spec = MODELS[model]
+    prefill = FLOPS_PER_MULTIPLY_ADD * cached_multiply_adds(spec, batch, prompt, 0, 1)
+    steps = [float(FLOPS_PER_MULTIPLY_ADD * cached_multiply_adds(spec, batch, 1, prompt + k - 1, 1))
+             for k in range(1, new_tokens)]
+    return {"prefill": float(prefill), "steps": steps, "total": float(prefill + sum(steps))}
 
 
 def cnn_multiply_adds(cnn: CNN, batch: int) -> int:

@@ -8,7 +8,14 @@ hang (sleep past any time limit); and faults of a training cell's input pipeline
 strike when it has read a few batches of images (LOADER_IMAGES): kill-loader (a PyTorch
 DataLoader worker SIGKILLs itself), oom-loader (a DataLoader worker allocates until the
 supervisor's memory guard stops the cell), vanish-file and corrupt-file (TensorFlow: the
-next training file to be read is deleted, or overwritten with bytes that are no PNG).
+next training file to be read is deleted, or overwritten with bytes that are no PNG);
+and wrong-cache, a fault of a generation cell's key-value cache (PyTorch): after the
+forward pass that made the token before the middle of the new ones, the cached values of
+every layer are multiplied by CACHE_SCALE (a cache written with the wrong sign and scale),
+so that the next tokens attend to a wrong cache — a wrong answer that the token check must
+catch. (Milder corruptions — the prompt's keys and values zeroed, the batch's rows
+swapped — left tiny-gpt2's greedy tokens unchanged: its random weights make attention's
+share of the logits small.)
 """
 
 import ctypes
@@ -21,6 +28,10 @@ VARIABLE = "DLBENCH_TEST_FAULT"
 KINDS = ("raise", "oom", "crash", "kill", "hang")
 # Done by the cell's input pipeline, not at the cell's start: inject() only arms them.
 PIPELINE_KINDS = ("kill-loader", "oom-loader", "vanish-file", "corrupt-file")
+# Done by a generation cell's decoding loop: armed the same way.
+GENERATION_KINDS = ("wrong-cache",)
+# wrong-cache: what the cached values are multiplied by.
+CACHE_SCALE = -100.0
 # A pipeline fault strikes at this image: a few batches into the first epoch.
 LOADER_IMAGES = 64
 # oom-loader stops allocating here (and waits), so that a guard that missed the loader
@@ -49,7 +60,7 @@ def inject(cell_id: str) -> None:
     kind, _, pattern = spec.partition("@")
     if pattern and not re.fullmatch(pattern, cell_id):
         return
-    if kind in PIPELINE_KINDS:
+    if kind in PIPELINE_KINDS + GENERATION_KINDS:
         _armed = kind
         return
     if kind == "raise":
@@ -64,13 +75,25 @@ def inject(cell_id: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
     if kind == "hang":
         time.sleep(10**6)
-    known = ", ".join(KINDS + PIPELINE_KINDS)
+    known = ", ".join(KINDS + PIPELINE_KINDS + GENERATION_KINDS)
     raise ValueError(f"{VARIABLE}={spec!r}: unknown fault kind; known: {known}")
 
 
 def pipeline_fault() -> str | None:
     """The pipeline fault armed for the cell being measured, if any."""
-    return _armed
+    return _armed if _armed in PIPELINE_KINDS else None
+
+
+def generation_fault() -> str | None:
+    """The generation fault armed for the cell being measured, if any."""
+    return _armed if _armed in GENERATION_KINDS else None
+
+
+def corrupt_cache(cache) -> None:
+    """wrong-cache: multiply the cached values of every layer of a transformers key-value
+    cache (dynamic or static) by CACHE_SCALE, in place."""
+    for layer in cache.layers:
+        layer.values.mul_(CACHE_SCALE)
 
 
 def in_loader_worker(kind: str, images_read: int) -> None:

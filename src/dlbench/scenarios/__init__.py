@@ -253,6 +253,20 @@ class Scenario:
         final["flags"] = cell_flags(final, windows, between_cv=spread["cv"])
         return final
 
+    # -- the work of a timed iteration (the report's efficiency section) ---------------------
+
+    def iteration_flops(self, model: str, sizes: dict[str, int]) -> float | None:
+        """FLOPs of what one timed iteration computes, from the architecture
+        (dlbench.measure.flops), for the cell's model and sizes (its axes' values); None
+        where the scenario or the model has no count."""
+        return None
+
+    def flops_phases(self, model: str, sizes: dict[str, int]) -> list[tuple[str, float, str]]:
+        """The phases of a timed iteration that the record times apart, each as (name,
+        FLOPs of one occurrence, the summary column of its median time in ms), for their
+        own rates in the efficiency section; none by default."""
+        return []
+
     # -- results ---------------------------------------------------------------------------
 
     def result_schema(self) -> dict:

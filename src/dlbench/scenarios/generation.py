@@ -99,15 +99,6 @@ def compare_ids(ids: "np.ndarray", reference: "np.ndarray", reference_file: str 
     }
 
 
-def planted_error(ids: "np.ndarray") -> "np.ndarray":
-    """The planted-error recipe's answer (tests of the token check): the token in the
-    middle of every row changed."""
-    ids = ids.copy()
-    middle = ids.shape[1] // 2
-    ids[:, middle] = (ids[:, middle] + 1) % max(int(ids.max()) + 2, 2)
-    return ids
-
-
 class _Recorder:
     """Wraps a decoder's call: the start of every call, and its steps' stamps after it."""
 
@@ -257,10 +248,10 @@ class Generation(Scenario):
                            "per_position_ms": None, "per_position_p90_ms": None}
             traces = decoder.traces() if decoder.traces else None
             compilation = ops.compilation()
+            other = other_prompt(decoder, ops, spec, batch, prompt, new, settings["seed"],
+                                 backend.synchronize)
         finally:
             ops.release()
-        if optimization.recipe.perturb is not None:
-            generated = planted_error(generated)
         correctness = (None if expected is None else
                        compare_ids(generated, expected, reference_file, precision))
         compile_s = max(0.0, prepare_s + timing["cold_start_s"] - timing["median_ms"] / 1e3)
@@ -275,7 +266,7 @@ class Generation(Scenario):
                 "first_token_ms": section["first_token"]["median_ms"],
                 "per_token_ms": section["per_token"]["median_ms"],
                 "tokens_per_s_ci95": _tokens_interval(batch * new, timing),
-                "traces": traces, **section,
+                "traces": traces, "other_prompt": other, **section,
                 "ids_first_row": generated[0].tolist(),
             },
             "correctness": correctness,
@@ -292,6 +283,26 @@ class Generation(Scenario):
             final["generation"]["tokens_per_s_ci95"] = _tokens_interval(
                 cell.size("batch") * cell.size("new_tokens"), final["timing"])
         return final
+
+    # -- the work of a generation (the report's efficiency section) ---------------------------
+
+    def iteration_flops(self, model: str, sizes: dict[str, int]) -> float | None:
+        """The whole generation's FLOPs: the prefill and every decoding step with its
+        growing cache (dlbench.measure.flops.generation_flops)."""
+        counted = _generation_flops(model, sizes)
+        return None if counted is None else counted["total"]
+
+    def flops_phases(self, model: str, sizes: dict[str, int]) -> list[tuple[str, float, str]]:
+        """The prefill (timed as the time to the first token) and the mean decoding step
+        (timed as the time per output token), each with its FLOPs."""
+        counted = _generation_flops(model, sizes)
+        if counted is None:
+            return []
+        steps = counted["steps"]
+        return [("prefill (first token)", counted["prefill"], "generation_first_token_ms"),
+                (f"decoding step (mean of {len(steps)}; "
+                 f"{steps[0] / 1e9:.3g} → {steps[-1] / 1e9:.3g} GFLOP as the cache grows)",
+                 sum(steps) / len(steps), "generation_per_token_ms")]
 
     # -- its part of the result schema -------------------------------------------------------
 
@@ -335,11 +346,59 @@ class Generation(Scenario):
                     "tokens_per_s_ci95": {"type": "array", "minItems": 2, "maxItems": 2},
                     "per_position_ms": positions, "per_position_p90_ms": positions,
                     "traces": {"type": ["integer", "null"], "minimum": 0},
+                    "other_prompt": {
+                        "type": ["object", "null"],
+                        "description": "after the timed cell, one generation with a prompt "
+                                       "of another length: the compiled programs it added "
+                                       "(null: the recipe compiles nothing)",
+                        "required": ["prompt_length", "counted", "new_compilations",
+                                     "recompiled", "call_s"],
+                        "properties": {
+                            "prompt_length": {"type": "integer", "minimum": 1},
+                            "new_compilations": {"type": "integer", "minimum": 0},
+                            "recompiled": {"type": "boolean"},
+                            "call_s": {"type": "number", "minimum": 0},
+                        },
+                    },
                 },
             },
         }
         schema["ok_requires"] = ["throughput", "generation"]
         return schema
+
+
+def other_prompt_length(prompt: int, new_tokens: int, max_positions: int | None) -> int | None:
+    """The prompt length of the generation after the timed cell that asks whether another
+    length compiles anew: one token shorter (one longer for a one-token prompt; None
+    where that does not fit the model's positions)."""
+    if prompt > 1:
+        return prompt - 1
+    fits = max_positions is None or prompt + 1 + new_tokens <= max_positions
+    return prompt + 1 if fits else None
+
+
+def other_prompt(decoder, ops, spec, batch: int, prompt: int, new_tokens: int, seed: int,
+                 synchronize) -> dict | None:
+    """After the timed cell, one generation with a prompt of another length through the
+    same compiled functions: how many compiled programs (traces, graphs) it added, and its
+    time. A cell has one prompt length; this says whether a process that generates with
+    several would compile again. None where the recipe compiles nothing."""
+    if decoder.call_with is None or decoder.compilations is None:
+        return None
+    length = other_prompt_length(prompt, new_tokens, spec.max_positions)
+    if length is None:
+        return None
+    other = ops.inputs(token_ids(spec, batch, length, seed))
+    before = decoder.compilations()
+    start = time.perf_counter()
+    decoder.call_with(other)
+    synchronize()
+    call_s = time.perf_counter() - start
+    after = decoder.compilations()
+    return {"prompt_length": length, "counted": decoder.counted,
+            "compilations_before": before, "compilations_after": after,
+            "new_compilations": after - before, "recompiled": after > before,
+            "call_s": call_s}
 
 
 class _NoClock:
@@ -382,6 +441,16 @@ def reference_ids(model: str, batch: int, prompt: int, new_tokens: int, seed: in
         return ops.new_ids(output, prompt), ids
     finally:
         ops.release()
+
+
+def _generation_flops(model: str, sizes: dict[str, int]) -> dict | None:
+    from dlbench.measure import flops
+
+    try:
+        return flops.generation_flops(model, sizes["batch"], sizes["seqlen"],
+                                      sizes["new_tokens"])
+    except KeyError:  # a model without a count
+        return None
 
 
 def _cell(params: dict) -> "Cell":

@@ -34,6 +34,13 @@ class Decoder:
     first: Callable[[], Any] | None = None
     # How many times the recipe's function was traced so far (None: not traced).
     traces: Callable[[], int] | None = None
+    # Generate once with other prompt inputs (ops.inputs of other ids) through the same
+    # compiled functions, and the count of the recipe's compiled programs (traces, graphs)
+    # so far, with what it counts: together they tell whether another prompt length
+    # compiles anew. None where the recipe compiles nothing.
+    call_with: Callable[[dict], Any] | None = None
+    compilations: Callable[[], int] | None = None
+    counted: str = ""
 
 
 class GenerationOps(Protocol):

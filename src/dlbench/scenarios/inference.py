@@ -267,6 +267,15 @@ class Inference(Scenario):
             final["throughput"] = throughput(cell, final["timing"]["median_ms"])
         return final
 
+    def iteration_flops(self, model: str, sizes: dict[str, int]) -> float | None:
+        """A forward pass's FLOPs (dlbench.measure.flops.step_flops)."""
+        from dlbench.measure import flops
+
+        try:
+            return flops.step_flops(self.name, model, sizes["batch"], sizes.get("seqlen"))
+        except (KeyError, ValueError):  # a model without a count
+            return None
+
     # -- its part of the result schema -------------------------------------------------------
 
     def result_schema(self) -> dict:

@@ -173,6 +173,15 @@ class TrainStep(OptimizerSettings, Scenario):
         final["throughput"] = throughput(_cell(final["params"]), final["timing"]["median_ms"])
         return final
 
+    def iteration_flops(self, model: str, sizes: dict[str, int]) -> float | None:
+        """A training step's FLOPs (dlbench.measure.flops.step_flops)."""
+        from dlbench.measure import flops
+
+        try:
+            return flops.step_flops(self.name, model, sizes["batch"], sizes.get("seqlen"))
+        except (KeyError, ValueError):  # a model without a count
+            return None
+
     # -- its part of the result schema -------------------------------------------------------
 
     def result_schema(self) -> dict:

@@ -272,6 +272,15 @@ class Training(OptimizerSettings, Scenario):
                 final["throughput"]["samples_per_s"], final["ablation"]["samples_per_s"]))
         return final
 
+    def iteration_flops(self, model: str, sizes: dict[str, int]) -> float | None:
+        """A training step's FLOPs (dlbench.measure.flops.step_flops)."""
+        from dlbench.measure import flops
+
+        try:
+            return flops.step_flops(self.name, model, sizes["batch"], sizes.get("seqlen"))
+        except (KeyError, ValueError):  # a model without a count
+            return None
+
     # -- its part of the result schema -------------------------------------------------------
 
     def result_schema(self) -> dict:

@@ -81,3 +81,15 @@ if not cells.empty:
     show(efficiency.table(cells, several), "Every timed cell: its work, its rate, the "
          "share of the peak and of its framework's own GEMM (✗: a wrong answer; ⚠: above "
          "the peak)")
+
+# %%
+phased = efficiency.phases(cells) if not cells.empty else None
+if phased is not None and not phased.empty:
+    say("Generation's phases apart: the prefill (the prompt's forward pass and the first "
+        "token, timed as the time to the first token) and the decoding step (one token per "
+        "row against the key-value cache, timed as the time per output token; its FLOPs grow "
+        "with the cache). A decoding step does little arithmetic per weight read, so its "
+        "share of a matrix product's peak is small: it is bound by memory, not by "
+        "arithmetic.")
+    show(phased.drop(columns=["gflops"]), "The phases of a timed iteration: work, rate and "
+         "share of the peak (✗: a wrong answer)")

@@ -75,6 +75,23 @@ else:
     plt.show()
 
 # %% [markdown]
+# ## Compilations across prompt lengths
+#
+# Each cell generates with one prompt length, so its compiled recipe compiles once. A process
+# that serves prompts of several lengths may compile again for each: after the timed cell,
+# every compiled recipe generates once more with a prompt one token shorter, through the same
+# compiled functions, and the table says whether that compiled anew (the number of programs
+# it added: torch.compile's graphs, the tf.function's traces, jax.jit's XLA programs) and how
+# long that call took. Recipes that compile nothing are not listed.
+
+# %%
+recompiled = generation.recompilations(df)
+if recompiled.empty:
+    say("No compiled generation recipe was timed.")
+else:
+    show(recompiled, left=["framework", "optimization", "model", "compiled anew", "counted"])
+
+# %% [markdown]
 # ## Token for token against the reference
 
 # %%

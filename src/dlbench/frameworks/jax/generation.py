@@ -3,7 +3,13 @@ greedy, a fixed number of new tokens, under jax.jit with the weights as argument
 XLA compiles the prompt and every decoding step into one program at the first call), in
 fp32 or with the Flax modules computing in bfloat16 (weights float32). Generation is one
 compiled call: the first token is timed by the prompt's forward pass and its greedy
-choice, jitted alike."""
+choice, jitted alike.
+
+On a CPU the time per token is dominated by copies, not by the cache's arithmetic: the Flax
+GPT-2 module transposes every weight matrix in every forward pass (FlaxConv1D's
+`kernel.transpose()`, the tied head's `embedding.T`), and XLA materializes the transposes
+inside generate's while loop: each decoding step copies the whole model (config/README.md,
+*Text generation*; a test pins it)."""
 
 # The backend first: it sets the environment that transformers and JAX read when they
 # load.
@@ -75,7 +81,10 @@ class JaxGeneration:
             first=lambda: hold(first(model.params, **inputs)),
             how="generate() under jax.jit: one XLA program; the first token: the prompt's "
                 "forward pass (with its cache) and argmax, jitted alike",
-            traces=whole._cache_size)
+            traces=whole._cache_size,
+            call_with=lambda other: hold(whole(model.params, **other)),
+            compilations=whole._cache_size,
+            counted="XLA programs compiled by the jitted generate (jax.jit's cache)")
 
     def new_ids(self, output, prompt_length: int) -> np.ndarray:
         return np.asarray(output[:, prompt_length:]).astype(np.int64)

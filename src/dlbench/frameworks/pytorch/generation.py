@@ -20,6 +20,7 @@ from dlbench.catalogue.models import ModelSpec
 from dlbench.catalogue.recipes import Optimization
 from dlbench.frameworks.pytorch import dynamo
 from dlbench.frameworks.pytorch.inference import _check_loading
+from dlbench.run import faults
 from dlbench.scenarios.generation_ops import Decoder
 
 # The causal-LM class of each decoder family (its head tied to the word embeddings).
@@ -96,15 +97,46 @@ class PyTorchGeneration:
             how = ("generate(), greedy, a static key-value cache, the model's forward "
                    "(prompt and each decoding step) compiled by torch.compile")
 
-        def call():
+        if faults.generation_fault() == "wrong-cache":
+            self._corrupt_cache_midway(model, int(inputs["input_ids"].shape[1]), new_tokens)
+
+        def generate(prompt: dict):
             stamps.times = []
             with torch.inference_mode():
-                output = model.generate(**inputs, **options)
+                return model.generate(**prompt, **options)
+
+        def call():
+            output = generate(inputs)
             if self._compiled and len(self._counts) < 2:
                 self._counts.append(dynamo.compilation())
             return output
 
-        return Decoder(call=call, how=how, stamps=lambda: list(stamps.times))
+        if recipe != "compile":
+            return Decoder(call=call, how=how, stamps=lambda: list(stamps.times))
+        return Decoder(call=call, how=how, stamps=lambda: list(stamps.times),
+                       call_with=generate,
+                       compilations=lambda: dynamo.compilation()["graphs"],
+                       counted="graphs compiled by torch.compile (dynamo's unique_graphs)")
+
+    @staticmethod
+    def _corrupt_cache_midway(model: torch.nn.Module, prompt_length: int,
+                              new_tokens: int) -> None:
+        """The wrong-cache fault (dlbench.run.faults): after the forward pass that made
+        new token new_tokens // 2 − 1, the cache's values are corrupted, so that token
+        new_tokens // 2 is the first made from a wrong cache."""
+        forward, middle = model.forward, new_tokens // 2
+
+        def faulty(*args, **kwargs):
+            output = forward(*args, **kwargs)
+            # generate's positions of the tokens this pass fed: the pass that made token
+            # `middle` − 1 ends at position prompt + middle − 2
+            position = kwargs.get("cache_position")
+            if (position is not None and output.past_key_values is not None
+                    and int(position[-1]) == prompt_length + middle - 2):
+                faults.corrupt_cache(output.past_key_values)
+            return output
+
+        model.forward = faulty
 
     def new_ids(self, output: torch.Tensor, prompt_length: int) -> np.ndarray:
         return output[:, prompt_length:].cpu().numpy()

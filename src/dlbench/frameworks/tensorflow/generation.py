@@ -1,8 +1,9 @@
 """TensorFlow text generation: transformers' TensorFlow causal-LM classes (tf-keras) and
 their `generate()`, greedy, a fixed number of new tokens; eager (Python's loop, each step
 timestamped by a logits processor), graph (generate inside one tf.function) and xla
-(tf.function(jit_compile=True): one XLA program), each in fp32 or under the
-mixed_bfloat16 policy. A compiled recipe traces once per shape: a cell has one prompt
+(tf.function(jit_compile=True): one XLA program, the prompt left-padded to a multiple
+of XLA_PAD_TO_MULTIPLE_OF tokens as transformers' XLA recipe does), each in fp32 or under
+the mixed_bfloat16 policy. A compiled recipe traces once per shape: a cell has one prompt
 length, and the traces it made are recorded (more than one would be a retrace)."""
 
 # The backend first: it sets the environment that transformers and the framework read
@@ -23,6 +24,26 @@ from dlbench.scenarios.generation_ops import Decoder
 
 # The causal-LM class of each decoder family (its head tied to the word embeddings).
 LM_CLASSES = {"gpt2": "TFGPT2LMHeadModel"}
+# transformers' XLA recipe for generate: the prompt left-padded (masked) to a multiple of
+# this, so that prompts of nearby lengths share one shape and one compiled program
+# instead of retracing (its docs' and blog's `pad_to_multiple_of=8`).
+XLA_PAD_TO_MULTIPLE_OF = 8
+
+
+def left_pad(inputs: dict, multiple: int, pad_id: int) -> tuple[dict, int]:
+    """The prompt left-padded to a multiple of `multiple` tokens, the padding masked
+    (generate takes each token's position from the mask), and the padded length."""
+    length = int(inputs["input_ids"].shape[1])
+    padded = -(-length // multiple) * multiple
+    extra = padded - length
+    if extra == 0:
+        return inputs, padded
+    ids, mask = inputs["input_ids"], inputs["attention_mask"]
+    batch = int(ids.shape[0])
+    return {"input_ids": tf.concat([tf.fill([batch, extra], tf.constant(pad_id, ids.dtype)),
+                                    ids], axis=1),
+            "attention_mask": tf.concat([tf.zeros([batch, extra], mask.dtype), mask],
+                                        axis=1)}, padded
 
 
 class _Stamps(transformers.TFLogitsProcessor):
@@ -41,6 +62,9 @@ class _Stamps(transformers.TFLogitsProcessor):
 class TensorFlowGeneration:
     def __init__(self, backend: TensorFlowBackend):
         self.backend = backend
+        # None: no padding (a test's comparison; the xla recipe pads)
+        self.pad_to_multiple_of: int | None = XLA_PAD_TO_MULTIPLE_OF
+        self._start: int | None = None  # where the new tokens start in the padded output
 
     def build(self, spec: ModelSpec, seed: int, optimization: Optimization,
               weights: Path | None = None):
@@ -85,6 +109,17 @@ class TensorFlowGeneration:
             return Decoder(call=call, how="generate(), greedy, eagerly from Python",
                            stamps=lambda: list(stamps.times))
         jit = recipe == "xla"
+        multiple = self.pad_to_multiple_of if jit else None
+        pad_id = model.config.eos_token_id or 0
+
+        def pad(prompt: dict) -> dict:
+            if multiple is None:
+                return prompt
+            with tf.device(device):
+                return left_pad(prompt, multiple, pad_id)[0]
+
+        inputs = pad(inputs)
+        self._start = int(inputs["input_ids"].shape[1])
 
         # The prompt is an argument, not a captured constant that a compiler could fold.
         @tf.function(jit_compile=jit)
@@ -97,8 +132,10 @@ class TensorFlowGeneration:
         # greedy choice, under the same compilation.
         @tf.function(jit_compile=jit)
         def first(input_ids, attention_mask):
-            out = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=True,
-                        training=False)
+            # each token's position from the mask, as generate does (left padding)
+            positions = tf.math.cumsum(attention_mask, axis=-1, exclusive=True)
+            out = model(input_ids=input_ids, attention_mask=attention_mask,
+                        position_ids=positions, use_cache=True, training=False)
             return tf.argmax(out.logits[:, -1], axis=-1), out.past_key_values
 
         def run(function):
@@ -109,13 +146,24 @@ class TensorFlowGeneration:
 
         how = ("generate() inside tf.function(jit_compile=True): one XLA program"
                if jit else "generate() inside one tf.function graph") + (
+            f"; the prompt left-padded (masked) to a multiple of {multiple} tokens"
+            if multiple else "") + (
             "; the first token: the prompt's forward pass (with its cache) and argmax, "
             "compiled alike")
+        def call_with(other):
+            other = pad(other)
+            with tf.device(device):
+                return whole(**other)
+
         return Decoder(call=run(whole), first=run(first), how=how,
-                       traces=whole.experimental_get_tracing_count)
+                       traces=whole.experimental_get_tracing_count, call_with=call_with,
+                       compilations=whole.experimental_get_tracing_count,
+                       counted="traces of the tf.function around generate "
+                               "(experimental_get_tracing_count)")
 
     def new_ids(self, output, prompt_length: int) -> np.ndarray:
-        return output[:, prompt_length:].numpy().astype(np.int64)
+        start = prompt_length if self._start is None else self._start  # after the padding
+        return output[:, start:].numpy().astype(np.int64)
 
     def compilation(self) -> None:
         return None
@@ -124,6 +172,7 @@ class TensorFlowGeneration:
         return {"transformers": transformers.__version__}
 
     def release(self) -> None:
+        self._start = None
         tf.keras.backend.clear_session()
         tf.keras.mixed_precision.set_global_policy("float32")
 
