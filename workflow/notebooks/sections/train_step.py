@@ -23,11 +23,11 @@ several = several_devices(df)
 # the input token ids. Each step is timed in two parts, each followed by the device's
 # synchronization: **forward + loss + backward**, then the **optimizer step** (SGD with momentum
 # 0.9, or Adam; epsilon 1e-7 added to √v̂ in every framework), and as a whole; the first step
-# (compilation) and the warm-up are left out. TensorFlow runs the two parts as two functions (gradients, then
-# `apply_gradients`), so that the optimizer step can be timed on its own; `compile-step`
-# compiles PyTorch's whole step, whose parts are then not separable. Before training, each cell
-# checks its loss (dropout off) against the same loss computed from the reference output
-# (PyTorch eager, fp32, CPU).
+# (compilation) and the warm-up are left out. TensorFlow runs the two parts as two functions
+# (gradients, then `apply_gradients`), so that the optimizer step can be timed on its own;
+# `compile-step` compiles PyTorch's whole step, whose parts are then not separable. Before
+# training, each cell checks its loss (dropout off) against the same loss computed from the
+# reference output (PyTorch eager, fp32, CPU).
 
 # %% [markdown]
 # ## Step time per framework, optimization and optimizer
