@@ -2,6 +2,7 @@
 
 import contextlib
 import copy
+import fcntl
 import os
 import shutil
 import subprocess
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from filelock import FileLock
 
 from dlbench.frameworks import registry
 
@@ -93,15 +95,21 @@ KEPT = ("peak", "reference")
 
 
 @pytest.fixture(scope="session")
-def measured_once(tmp_path_factory) -> Path:
+def measured_once(shared_tmp: Path) -> Path:
     """The real workflow run once on TINY_CONFIG up to its peak and its references: the
     results folder that the other end-to-end tests start from, as a user's second run on a
     machine does (measuring the peak's libraries and the references costs each run a minute
-    or two on 2 cores; the tests of those rules read this run)."""
-    workdir = tmp_path_factory.mktemp("measured-once")
-    run = snakemake(workdir, TINY_CONFIG, *PROFILE, "--cores", "2",
-                    "--until", "peak", "reference_output")
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    or two on 2 cores; the tests of those rules read this run). Once per test run: the
+    first worker that needs it makes it, the other waits and reads it."""
+    workdir = shared_tmp / "measured-once"
+    with FileLock(shared_tmp / "measured-once.lock"):
+        if not (workdir / "done").exists():
+            shutil.rmtree(workdir, ignore_errors=True)
+            workdir.mkdir()
+            run = snakemake(workdir, TINY_CONFIG, *PROFILE, "--cores", "2",
+                            "--until", "peak", "reference_output")
+            assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+            (workdir / "done").touch()
     return workdir / "results"
 
 
@@ -114,13 +122,18 @@ def start_from(measured: Path, workdir: Path, kept=KEPT) -> Path:
 
 
 @pytest.fixture(scope="session")
-def tiny_workflow(tmp_path_factory, measured_once) -> Path:
+def tiny_workflow(shared_tmp, measured_once) -> Path:
     """The real workflow run once on TINY_CONFIG, shared by the tests that read what it left
     (tests/test_workflow.py, the faults under load). --cores 4 on this 2-core machine: the
     measuring cells must still take turns for the device, which the faults test checks."""
-    workdir = start_from(measured_once, tmp_path_factory.mktemp("tiny-matrix"))
-    run = snakemake(workdir, TINY_CONFIG, *PROFILE, "--cores", "4")
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    workdir = shared_tmp / "tiny-matrix"
+    with FileLock(shared_tmp / "tiny-matrix.lock"):
+        if not (workdir / "done").exists():
+            shutil.rmtree(workdir, ignore_errors=True)
+            start_from(measured_once, workdir)
+            run = snakemake(workdir, TINY_CONFIG, *PROFILE, "--cores", "4")
+            assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+            (workdir / "done").touch()
     return workdir
 
 
@@ -130,3 +143,35 @@ def chromium() -> str:
     if path is None:
         pytest.fail("chromium is not installed: run scripts/setup.sh --test")
     return path
+
+
+# -- two tests at a time (pytest -n 2: pytest-xdist, see the README) ------------------------
+# Most of an end-to-end test's time is processes starting, Snakemake planning and jobs
+# waiting, so two workers share the 2 cores. A test marked `alone` decides a verdict from
+# the machine's speed or load (a bottleneck, a significance, a ratio within the noise):
+# nothing runs beside it. Every other test holds a shared lock, an `alone` one the exclusive
+# lock, from its fixtures' set-up to their tear-down; the turnstile, taken first, keeps new
+# shared holders out while an `alone` test waits, so that it is not starved.
+
+
+@pytest.fixture(scope="session")
+def shared_tmp(tmp_path_factory) -> Path:
+    """A folder shared by the workers of one test run (each worker's own one without them)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if run is None:  # one process: nothing runs beside any test
+        yield
+        return
+    folder = Path(os.environ.get("TMPDIR", "/tmp")) / f"dlbench-tests-{run}"
+    folder.mkdir(exist_ok=True)
+    alone = item.get_closest_marker("alone") is not None
+    with open(folder / "turnstile", "a") as turnstile, open(folder / "alone", "a") as lock:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        fcntl.flock(turnstile, fcntl.LOCK_UN)
+        yield

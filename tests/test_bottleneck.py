@@ -172,6 +172,7 @@ def train(tmp_path, data, pipeline: str, *extra: str, **env: str) -> pd.Series:
 
 
 @pytest.mark.slow
+@pytest.mark.alone
 def test_a_starved_loader_is_input_bound_and_its_ablation_proves_it(tmp_path, data):
     """0 workers and 15 ms of planted decoding per image (480 ms a batch of 32): the step
     waits for data, and fed from memory it runs several times as fast."""
@@ -186,6 +187,7 @@ def test_a_starved_loader_is_input_bound_and_its_ablation_proves_it(tmp_path, da
 
 
 @pytest.mark.slow
+@pytest.mark.alone
 def test_the_in_memory_pipeline_is_not_input_bound(tmp_path, data):
     cell = train(tmp_path, data, "memory")
     name, why = bottleneck.verdict(cell)

@@ -420,6 +420,7 @@ def slower_checkout(folder: Path) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.alone
 def test_interleaved_identical_configs_are_not_significant(tmp_path, capsys, measured_once):
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump(INTERLEAVE_CONFIG))
@@ -452,6 +453,7 @@ def test_interleaved_identical_configs_are_not_significant(tmp_path, capsys, mea
 
 
 @pytest.mark.slow
+@pytest.mark.alone
 def test_interleaved_sides_see_a_planted_slowdown_in_a_checkout(tmp_path, capsys,
                                                                measured_once):
     config = tmp_path / "config.yaml"

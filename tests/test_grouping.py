@@ -87,6 +87,7 @@ def test_a_failing_cell_costs_only_itself(tmp_path, fault, reason):
 
 
 @pytest.mark.slow
+@pytest.mark.alone
 def test_grouped_and_isolated_cells_agree_within_the_noise(tmp_path):
     """The same cells, each in 3 fresh processes, then all in one, then each in 3 fresh
     processes again: every grouped median lies within the spread of the fresh processes'

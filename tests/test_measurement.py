@@ -58,6 +58,7 @@ def test_flags_name_their_reason():
 
 
 @pytest.mark.slow
+@pytest.mark.alone
 def test_bert_base_peak_memory_exceeds_its_weights_and_uses_both_threads(tmp_path):
     record = run_cell(tmp_path, "--framework=pytorch", "--model=bert-base-uncased",
                       "--device=cpu", "--batch=1", "--seqlen=64", "--optimization=eager",
@@ -195,6 +196,7 @@ def busy_for(seconds: float):
     return step
 
 
+@pytest.mark.alone
 def test_adaptive_stopping_ends_a_quiet_loop_early_and_a_noisy_one_at_the_limit():
     from dlbench.measure.timing import Stopping, timed_loop
 
@@ -448,6 +450,7 @@ JITTER = textwrap.dedent('''
 
 
 @pytest.mark.slow
+@pytest.mark.alone
 def test_retry_noisy_measures_a_flagged_cell_again_and_keeps_the_cleanest(tmp_path):
     plugin = tmp_path / "jitter.py"
     plugin.write_text(JITTER)
