@@ -154,6 +154,18 @@ def chromium() -> str:
 # shared holders out while an `alone` test waits, so that it is not starved.
 
 
+def pytest_configure(config):
+    """Each worker's cells take turns for the device among themselves only: the two workers'
+    measurements overlap (none of them is a speed under test, and an `alone` test has the
+    machine to itself), so that one worker's long training cell does not keep the other's
+    cells waiting for the host-wide device lock (dlbench.run.devices)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker and "DLBENCH_LOCK_DIR" not in os.environ:
+        run = os.environ["PYTEST_XDIST_TESTRUNUID"]
+        os.environ["DLBENCH_LOCK_DIR"] = str(
+            Path(os.environ.get("TMPDIR", "/tmp")) / f"dlbench-tests-{run}" / worker)
+
+
 @pytest.fixture(scope="session")
 def shared_tmp(tmp_path_factory) -> Path:
     """A folder shared by the workers of one test run (each worker's own one without them)."""
