@@ -72,11 +72,38 @@ def cluster():
         assert not scratch.exists()
 
 
-@pytest.fixture(scope="module")
-def slurm_run(cluster, tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("slurm-matrix")
-    (workdir / "config.yaml").write_text(yaml.safe_dump(SLURM_CONFIG))
-    command = [
+# -- a job stopped by the scheduler ------------------------------------------------------------
+
+STOPPED = "pytorch_tiny-bert_cpu_b1_s8_eager"
+
+
+def _running_cell_job(cell: str, seen: list[str]) -> str | None:
+    """The id of a new SLURM job of the cell whose measuring child is running (its
+    supervisor then handles SIGTERM), if there is one. The supervisor must be that job's
+    (its SLURM_JOB_ID): the previous job's, cancelled, may still be winding down while
+    the next one starts, and cancelling the next one then would stop it before it measures."""
+    queue = subprocess.run(["squeue", "-h", "-t", "RUNNING", "-o", "%i %k"],
+                           capture_output=True, text=True, timeout=30, check=True).stdout
+    for job_id, comment in (line.split(maxsplit=1) for line in queue.splitlines()):
+        if comment == f"rule_measure_cell_wildcards_{cell}" and job_id not in seen:
+            for process in psutil.process_iter(["cmdline"]):
+                cmdline = process.info["cmdline"] or []
+                if "dlbench" in cmdline and f"results/runs/{cell}.json" in cmdline \
+                        and process.children() and _slurm_job_of(process) == job_id:
+                    return job_id
+    return None
+
+
+def _slurm_job_of(process: psutil.Process) -> str | None:
+    try:
+        return process.environ().get("SLURM_JOB_ID")
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return None
+
+
+def _workflow(workdir: Path) -> list[str]:
+    """The command of a run of the matrix in workdir through the slurm profile."""
+    return [
         "timeout", "-s", "KILL", str(RUN_TIMEOUT_S),
         str(BIN / "snakemake"), "--snakefile", str(REPO / "Snakefile"),
         "--directory", str(workdir), "--configfile", str(workdir / "config.yaml"),
@@ -86,19 +113,63 @@ def slurm_run(cluster, tmp_path_factory):
         "--slurm-init-seconds-before-status-checks", "1",
         "--set-resources", "measure_cell:mem_mb=1000*attempt", "measure_cell:runtime=10",
     ]
+
+
+def _submitted(output: str) -> list[tuple[tuple[str, str], str]]:
+    """(rule, wildcards) and SLURM job id of every job submitted, from the log's lines
+    (.snakemake/slurm_logs/rule_<rule>/<wildcards>/<id>.log)."""
+    return [((Path(log).parent.parent.name.removeprefix("rule_"), Path(log).parent.name),
+             job_id) for job_id, log in SUBMITTED.findall(output)]
+
+
+@pytest.fixture(scope="module")
+def slurm_run(cluster, tmp_path_factory):
+    """The matrix as SLURM jobs, in two runs. In the first, one cell hangs (a planted
+    fault) and each SLURM job of it is cancelled with scancel once it measures: the profile
+    submits it once more, that is cancelled too, and the run fails, every other cell
+    measured (keep-going); its results folder is kept aside as that run left it. The
+    second run, without the fault, measures that cell alone and ends the workflow.
+    (One run of the matrix for both: a run of its own for the stopped cell took a minute.)"""
+    workdir = tmp_path_factory.mktemp("slurm-matrix")
+    (workdir / "config.yaml").write_text(yaml.safe_dump(SLURM_CONFIG))
     start = time.monotonic()
-    run = subprocess.run(command, capture_output=True, text=True, env=tool_env())
+    log = workdir / "snakemake-stopped.out"  # a file: a full pipe would stall Snakemake
+    with log.open("w") as out:
+        run = subprocess.Popen(_workflow(workdir), stdout=out, stderr=subprocess.STDOUT,
+                               env=tool_env(DLBENCH_TEST_FAULT=f"hang@{STOPPED}"))
+        cancelled: list[str] = []
+        deadline = time.monotonic() + RUN_TIMEOUT_S
+        while len(cancelled) < 2 and run.poll() is None and time.monotonic() < deadline:
+            job_id = _running_cell_job(STOPPED, cancelled)
+            if job_id:
+                subprocess.run(["scancel", job_id], check=True, timeout=30)
+                cancelled.append(job_id)
+            time.sleep(0.5)
+        run.wait(timeout=RUN_TIMEOUT_S)
+    stopped_output = log.read_text()
+    assert run.returncode not in (-9, 137), f"killed after {RUN_TIMEOUT_S}s:\n" \
+        + stopped_output[-6000:]
+    failed_run = tmp_path_factory.mktemp("slurm-failed-run")
+    shutil.copytree(workdir / "results", failed_run / "results")
+    stopped = {"cancelled": cancelled, "returncode": run.returncode,
+               "output": stopped_output, "results": failed_run / "results"}
+
+    finish = subprocess.run(_workflow(workdir), capture_output=True, text=True, env=tool_env())
     elapsed = time.monotonic() - start
-    output = run.stdout + run.stderr
+    output = finish.stdout + finish.stderr
     (workdir / "snakemake.out").write_text(output)
-    assert run.returncode == 0, f"rc={run.returncode} after {elapsed:.0f}s:\n{output[-6000:]}"
-    jobs = {}  # (rule, wildcards) → SLURM job id, from .snakemake/slurm_logs/rule_<rule>/…
-    for job_id, log in SUBMITTED.findall(output):
-        key = (Path(log).parent.parent.name.removeprefix("rule_"), Path(log).parent.name)
-        assert key not in jobs, f"{key} was submitted twice"
-        jobs[key] = job_id
-    print(f"slurm workflow: {elapsed:.0f}s, {len(jobs)} SLURM jobs")
-    return workdir, jobs, output
+    assert finish.returncode == 0, f"rc={finish.returncode} after {elapsed:.0f}s:\n" \
+        + output[-6000:]
+    first, second = _submitted(stopped_output), _submitted(output)
+    jobs: dict[tuple[str, str], list[str]] = {}  # (rule, wildcards) → its SLURM job ids
+    for key, job_id in first + second:
+        jobs.setdefault(key, []).append(job_id)
+    # Every job once, but the stopped cell's: twice in the first run, once in the second.
+    assert [key for key, _ in second] == [("measure_cell", STOPPED)], output[-3000:]
+    assert {key: len(ids) for key, ids in jobs.items() if len(ids) > 1} == {
+        ("measure_cell", STOPPED): 3}, stopped_output[-3000:]
+    print(f"slurm workflow: {elapsed:.0f}s, {len(first) + len(second)} SLURM jobs")
+    return workdir, jobs, stopped_output + output, stopped
 
 
 @pytest.fixture(scope="module")
@@ -114,8 +185,9 @@ def _job(job_id: str) -> dict[str, str]:
 
 
 def test_every_cell_ran_as_its_own_slurm_job(slurm_run, cells):
-    workdir, all_jobs, output = slurm_run
-    jobs = {name: job for (rule, name), job in all_jobs.items() if rule == "measure_cell"}
+    workdir, all_jobs, output, _ = slurm_run
+    # Each cell's last job (the stopped cell's two cancelled ones: the test below).
+    jobs = {name: ids[-1] for (rule, name), ids in all_jobs.items() if rule == "measure_cell"}
     assert sorted(jobs) == sorted(c.id for c in cells)
     assert len(set(jobs.values())) == len(cells)
     # Besides the cells, only the machine's GEMM peak of each library per device (on the
@@ -135,7 +207,8 @@ def test_every_cell_ran_as_its_own_slurm_job(slurm_run, cells):
         assert f"localrule {rule}:" in output
     queue = subprocess.run(["squeue", "-h", "-t", "all", "-o", "%i"], capture_output=True,
                            text=True, timeout=30, check=True).stdout.split()
-    assert sorted(queue) == sorted(all_jobs.values()), "these jobs, and nothing else, ran"
+    assert sorted(queue) == sorted(job for ids in all_jobs.values() for job in ids), \
+        "these jobs, and nothing else, ran"
     for cell in cells:
         job = _job(jobs[cell.id])
         assert job["JobState"] == "COMPLETED", (cell.id, job["JobState"])
@@ -150,7 +223,7 @@ def test_every_cell_ran_as_its_own_slurm_job(slurm_run, cells):
 
 
 def test_every_cell_writes_a_valid_json(slurm_run, cells):
-    workdir, _, _ = slurm_run
+    workdir, _, _, _ = slurm_run
     for cell in cells:
         record = result.read(workdir / "results" / "runs" / f"{cell.id}.json")
         assert record["environment"]["hostname"] == socket.gethostname()
@@ -164,7 +237,7 @@ def test_every_cell_writes_a_valid_json(slurm_run, cells):
 
 
 def test_summary_and_report_are_complete(slurm_run, cells):
-    workdir, _, _ = slurm_run
+    workdir, _, _, _ = slurm_run
     summary = pd.read_parquet(workdir / "results" / "summary.parquet")
     assert sorted(summary["cell_id"]) == sorted(c.id for c in cells)
     assert set(summary.loc[summary["status"] == "ok", "framework"]) == {"pytorch", "tensorflow"}
@@ -172,70 +245,24 @@ def test_summary_and_report_are_complete(slurm_run, cells):
     assert "PyTorch" in html and "TensorFlow" in html and "N/A" in html
 
 
-# -- a job stopped by the scheduler ------------------------------------------------------------
-
-STOPPED = "pytorch_tiny-bert_cpu_b1_s8_eager"
-
-
-def _running_cell_job(cell: str, seen: list[str]) -> str | None:
-    """The id of a new SLURM job of the cell whose measuring child is running (its
-    supervisor then handles SIGTERM), if there is one."""
-    queue = subprocess.run(["squeue", "-h", "-t", "RUNNING", "-o", "%i %k"],
-                           capture_output=True, text=True, timeout=30, check=True).stdout
-    for job_id, comment in (line.split(maxsplit=1) for line in queue.splitlines()):
-        if comment == f"rule_measure_cell_wildcards_{cell}" and job_id not in seen:
-            for process in psutil.process_iter(["cmdline"]):
-                cmdline = process.info["cmdline"] or []
-                if "dlbench" in cmdline and f"results/runs/{cell}.json" in cmdline \
-                        and process.children():
-                    return job_id
-    return None
-
-
-@pytest.fixture(scope="module")
-def stopped_twice(slurm_run):
-    """One cell of the run measured again (its file forced), hanging (a planted fault):
-    each SLURM job of it is cancelled with scancel once it measures. The profile submits
-    it once more; the second is cancelled too. The cancelled jobs' ids, and the run."""
-    workdir, _, _ = slurm_run
-    command = [
-        "timeout", "-s", "KILL", str(RUN_TIMEOUT_S), str(BIN / "snakemake"),
-        "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
-        "--configfile", str(workdir / "config.yaml"),
-        "--workflow-profile", str(REPO / "workflow" / "profiles" / "slurm"),
-        "--slurm-init-seconds-before-status-checks", "1",
-        "--set-resources", "measure_cell:mem_mb=1000*attempt", "measure_cell:runtime=10",
-        "--force", f"results/runs/{STOPPED}.json",
-    ]
-    run = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           text=True, env=tool_env(DLBENCH_TEST_FAULT=f"hang@{STOPPED}"))
-    cancelled: list[str] = []
-    deadline = time.monotonic() + RUN_TIMEOUT_S
-    while len(cancelled) < 2 and run.poll() is None and time.monotonic() < deadline:
-        job_id = _running_cell_job(STOPPED, cancelled)
-        if job_id:
-            subprocess.run(["scancel", job_id], check=True, timeout=30)
-            cancelled.append(job_id)
-        time.sleep(0.5)
-    output = run.communicate(timeout=RUN_TIMEOUT_S)[0]
-    (workdir / "snakemake-stopped.out").write_text(output)
-    return workdir, cancelled, run.returncode, output
-
-
-def test_a_job_cancelled_twice_is_retried_once_and_ends_as_error(stopped_twice):
-    workdir, cancelled, returncode, output = stopped_twice
+def test_a_job_cancelled_twice_is_retried_once_and_ends_as_error(slurm_run):
+    """The first run of the fixture, as it left its results folder."""
+    _, jobs, _, stopped = slurm_run
+    cancelled, results, output = stopped["cancelled"], stopped["results"], stopped["output"]
     assert len(cancelled) == 2, output[-4000:]  # the profile submitted it once more …
-    assert returncode != 0  # … and no more
+    assert stopped["returncode"] != 0  # … and no more
+    assert jobs[("measure_cell", STOPPED)][:2] == cancelled
     assert [_job(job)["JobState"] for job in cancelled] == ["CANCELLED", "CANCELLED"]
-    assert not (workdir / "results" / "runs" / f"{STOPPED}.json").exists()
-    record = result.read(workdir / "results" / "failed" / f"{STOPPED}.json")
+    assert not (results / "runs" / f"{STOPPED}.json").exists()
+    record = result.read(results / "failed" / f"{STOPPED}.json")
     reasons = [f"stopped by SLURM: job {job} was cancelled (scancel) and received SIGTERM"
                for job in cancelled]
     assert (record["status"], record["reason"]) == ("error", reasons[1])
     assert [(a["status"], a["kept"], a["reason"]) for a in record["attempts"]] == [
         ("error", False, reasons[0]), ("error", True, reasons[1])]
     # The summary and the report of the failed run (onerror) say so.
-    summary = pd.read_parquet(workdir / "results" / "summary.parquet").set_index("cell_id")
+    summary = pd.read_parquet(results / "summary.parquet").set_index("cell_id")
     assert (summary.loc[STOPPED, "status"], summary.loc[STOPPED, "reason"]) == (
         "error", reasons[1])
     assert summary.loc[STOPPED, "attempts"] == 2
+    assert not summary.drop(index=STOPPED)["status"].eq("error").any()  # the others ran
