@@ -8,12 +8,12 @@ every fp32 recipe of a framework together (pipelines and fp32 optimizations must
 what is learned), each reduced precision apart. Each side's accuracy is the mean over its
 cells and seeds. Two sources of noise stand between the two means: the test set is a
 sample (a side's binomial standard error sqrt(p(1-p)/n), n = test images × seeds), and
-seeds train different models (the standard error of the seeds' mean, where a side has two
-or more); each side's error is the larger of the two. The statistical tolerance is the
-95% half-width of the difference: SIGMAS standard errors of it where both errors are the
-test sets' binomial ones, Student's t with seeds − 1 degrees of freedom times them where a
-side's error is its seeds' spread (12.7 for two seeds: the spread of two is itself barely
-known). The configured `accuracy_tolerance` is the size of a difference that matters:
+every cell and seed trains a model of its own (the standard error of the models' mean, where
+a side has two or more); each side's error is the larger of the two. The statistical
+tolerance is the 95% half-width of the difference: SIGMAS standard errors of it where both
+errors are the test sets' binomial ones, Student's t with models − 1 degrees of freedom
+times them where a side's error is its models' spread (12.7 for two: the spread of two is
+itself barely known). The configured `accuracy_tolerance` is the size of a difference that matters:
 where the statistical tolerance is within it, the comparison can see such a difference —
 within the configured tolerance a match, beyond it a mismatch; where the noise is wider, a
 difference beyond the noise is a mismatch all the same (one seed a side can tell), and one

@@ -32,12 +32,13 @@ say("# Training: the same CNN, trained from image files")
 # learning rate and epochs) at the same precision — a framework's fp32 recipes together, each
 # reduced precision apart — are compared against the configured tolerance, the size of a
 # difference that matters, and the statistical one, the difference's 95% noise: 2 standard
-# errors, each side's the binomial error of its accuracy over test images × seeds, or its
-# seeds' spread if larger (then Student's t with seeds − 1 degrees of freedom: 12.7 for two
-# seeds). A **match** needs the noise within the configured tolerance (a difference that
-# matters would show) and the difference within it; a difference beyond both is a
-# **mismatch**; one inside noise wider than the configured tolerance is **undecided** —
-# not the same, not different: too few seeds or test images to tell.
+# errors, each side's the binomial error of its accuracy over test images × seeds, or the
+# spread of its trained models (every cell × seed) if larger (then Student's t with
+# models − 1 degrees of freedom: 12.7 for two). A **match** needs the noise within the
+# configured tolerance (a difference that matters would show) and the difference within
+# it; a difference beyond both is a **mismatch**; one inside noise wider than the
+# configured tolerance is **undecided** — not the same, not different: too few seeds or
+# test images to tell.
 # With more than two frameworks, every pair must agree. A **mismatch** counts as a wrong
 # answer in inference: flagged ✗, its speed is left out of the answer, the speed-ups and the
 # efficiency averages.
