@@ -106,10 +106,17 @@ def test_the_loss_falls_over_the_steps(records, framework):
     assert loss["last"] < first[-1]  # … and on to the last
 
 
+def test_an_eager_step_counts_no_graphs(records):
+    eager = records["pytorch"]
+    assert eager["compilation"] is None and not eager["flags"]["not_one_graph"]
+
+
 @pytest.mark.slow
 def test_compiled_steps(tmp_path):
     """torch.compile of the whole step is one part; XLA still times both of TensorFlow's
-    functions, and the compilation is the first step's, not the loop's."""
+    functions, and the compilation is the first step's, not the loop's. The compiled step
+    records dynamo's graphs, graph breaks and recompilations, and is flagged `not one
+    graph` where dynamo split the step (as inference cells are)."""
     weights, reference = shared_inputs(tmp_path, "tiny-bert")
     whole = run_cell(tmp_path / "pt.json", "pytorch", "tiny-bert", "adam", "compile-step",
                      weights, reference)
@@ -117,6 +124,14 @@ def test_compiled_steps(tmp_path):
     assert not whole["step"]["separable"] and whole["step"]["parts"] == ["step"]
     assert "breakdown" not in whole["timing"]
     assert "torch.compile" in whole["step"]["implementation"]
+    graphs = whole["compilation"]
+    assert graphs["graphs"] >= 1
+    # One program would be one graph and no break; what dynamo made is flagged if not.
+    one = graphs["graphs"] == 1 and not graphs["graph_breaks"] and not graphs["recompiles"]
+    assert whole["flags"]["not_one_graph"] == (not one)
+    assert len(graphs["break_reasons"]) <= 5  # the first reasons, not all
+    if graphs["graph_breaks"]:
+        assert graphs["break_reasons"]  # each break says why (e.g. Tensor.backward())
     xla = run_cell(tmp_path / "tf.json", "tensorflow", "tiny-bert", "adam", "xla",
                    weights, reference)
     assert xla["status"] == "ok", xla["reason"]
