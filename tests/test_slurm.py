@@ -28,15 +28,16 @@ pytestmark = pytest.mark.slow  # end-to-end: `pytest -m "not slow"` skips it
 UP, DOWN = REPO / "scripts" / "slurm" / "up.sh", REPO / "scripts" / "slurm" / "down.sh"
 RUN_TIMEOUT_S = 480  # the workflow takes about a minute; SIGKILL after this, never a hang
 
-# Both frameworks, eager and graph, CPU and a GPU that the node's fake devices let SLURM
-# schedule but that dlbench then finds missing: 8 cells, 8 SLURM jobs.
+# Both frameworks' eager, CPU and a GPU that the node's fake devices let SLURM schedule
+# but that dlbench then finds missing: 4 cells, 4 SLURM jobs (each a job's start-up more:
+# the scheduler is under test here, not the recipes).
 SLURM_CONFIG = {
     "frameworks": ["pytorch", "tensorflow"],
     "models": ["tiny-bert"],
     "devices": ["cpu", "gpu"],
     "batch_sizes": [1],
     "sequence_lengths": [8],
-    "optimizations": ["eager", "graph"],
+    "optimizations": ["eager"],
     "measurement": {"warmup_iterations": 1, "min_duration_s": 0.05, "min_iterations": 3,
                     "threads": min(2, os.cpu_count() or 1)},
 }
