@@ -152,6 +152,9 @@ def chromium() -> str:
 # nothing runs beside it. Every other test holds a shared lock, an `alone` one the exclusive
 # lock, from its fixtures' set-up to their tear-down; the turnstile, taken first, keeps new
 # shared holders out while an `alone` test waits, so that it is not starved.
+# Consecutive `alone` tests on a worker (a module's, in order) keep the exclusive lock from
+# the first to the last: the machine is cleared for them once (waiting for the other
+# worker's test in progress, which can be a workflow of minutes), not once per test.
 
 
 def pytest_configure(config):
@@ -173,6 +176,13 @@ def shared_tmp(tmp_path_factory) -> Path:
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
+_held: dict[str, object] = {}  # the exclusive lock's open files while `alone` tests run
+
+
+def _is_alone(item) -> bool:
+    return item is not None and item.get_closest_marker("alone") is not None
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
@@ -181,9 +191,18 @@ def pytest_runtest_protocol(item, nextitem):
         return
     folder = Path(os.environ.get("TMPDIR", "/tmp")) / f"dlbench-tests-{run}"
     folder.mkdir(exist_ok=True)
-    alone = item.get_closest_marker("alone") is not None
-    with open(folder / "turnstile", "a") as turnstile, open(folder / "alone", "a") as lock:
+    alone = _is_alone(item)
+    if alone and _held:  # the previous test was `alone` too and kept the machine
+        yield
+    else:
+        turnstile, lock = open(folder / "turnstile", "a"), open(folder / "alone", "a")
         fcntl.flock(turnstile, fcntl.LOCK_EX)
         fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
         fcntl.flock(turnstile, fcntl.LOCK_UN)
+        _held.update(turnstile=turnstile, lock=lock)
         yield
+    if alone and _is_alone(nextitem):
+        return  # keep the exclusive lock for the next one
+    for handle in _held.values():
+        handle.close()  # closing the file releases its flock
+    _held.clear()

@@ -21,7 +21,10 @@ CONFIG = {
                    "prompt_lengths": [8], "new_tokens": [4],
                    "optimizations": {"pytorch": ["eager", "static-cache"],
                                      "tensorflow": ["eager", "xla"]}},
-    "measurement": {"warmup_iterations": 1, "min_duration_s": 0.1, "min_iterations": 5},
+    # Fixed, short timed loops (adaptive stopping off, as in the tiny matrix): under the
+    # suite's load three of these cells ran its ±2% target's full 30 s.
+    "measurement": {"warmup_iterations": 1, "min_duration_s": 0.1, "min_iterations": 5,
+                    "target_ci": 0},
 }
 
 

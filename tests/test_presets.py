@@ -18,7 +18,8 @@ from tests.conftest import REPO, snakemake, start_from
 PRESET = REPO / "config" / "presets" / "hf2019.yaml"
 PROFILE = ["--workflow-profile", str(REPO / "workflow" / "profiles" / "default")]
 SLICE = ["models=[tiny-xlm]", "batch_sizes=[1]", "sequence_lengths=[8]",
-         "measurement={warmup_iterations: 1, min_duration_s: 0.05, min_iterations: 3}"]
+         "measurement={warmup_iterations: 1, min_duration_s: 0.05, min_iterations: 3,"
+         " target_ci: 0}"]
 MODELS_2019 = ["bert-base-uncased", "distilbert-base-uncased", "gpt2", "distilgpt2",
                "roberta-base", "xlnet-base-cased", "xlm-mlm-en-2048"]
 

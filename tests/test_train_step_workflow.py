@@ -22,7 +22,9 @@ CONFIG = {
                    "optimizers": ["sgd", "adam"],
                    "optimizations": ["eager", "graph", "fused", "channels-last"],
                    "learning_rate": {"adam": 0.002}},
-    "measurement": {"warmup_iterations": 1, "min_duration_s": 0.1, "min_iterations": 5},
+    # Fixed, short timed loops (adaptive stopping off, as in the tiny matrix).
+    "measurement": {"warmup_iterations": 1, "min_duration_s": 0.1, "min_iterations": 5,
+                    "target_ci": 0},
 }
 
 
