@@ -173,8 +173,13 @@ def test_one_cell_per_framework_generates_the_reference_ids(tmp_path, shared, fr
         else:  # XLA's prompt padded to a multiple of 8: 7 tokens share 8's program
             assert other["recompiled"] is False and other["new_compilations"] == 0
             assert "left-padded" in generation["how"]
-        assert generation["per_token_ms"] * (NEW - 1) == pytest.approx(
-            record["timing"]["median_ms"] - generation["first_token_ms"], rel=0.05, abs=0.05)
+        if generation["per_token_ms"] is None:  # inside the two programs' difference
+            assert generation["per_token_note"].startswith("not resolved")
+            assert record["timing"]["median_ms"] <= generation["first_token_ms"]
+        else:
+            assert generation["per_token_ms"] * (NEW - 1) == pytest.approx(
+                record["timing"]["median_ms"] - generation["first_token_ms"], rel=0.05,
+                abs=0.05)
 
 
 @pytest.mark.slow

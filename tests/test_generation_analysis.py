@@ -94,3 +94,24 @@ def test_recompilations_across_prompt_lengths_list_compiled_recipes_only():
     assert table.loc["jax", "compiled anew"] == "yes (1)"
     assert table.loc["jax", "other prompt"] == 7 and table.loc["jax", "prompt"] == 8
     assert generation.recompilations(SUMMARY).empty  # cells without the column
+
+
+def test_a_time_per_token_that_is_not_above_zero_is_not_published():
+    """(whole − first token) / (new − 1) with the first token timed apart: a real model's
+    steps show (10 ms whole, 4 ms first: 2 ms a token); a tiny one's can be inside the
+    difference between the two programs (0.52 ms whole, 0.589 ms first, as seen with
+    tiny-gpt2 in TensorFlow XLA): no time per token, a note, never a negative time."""
+    from dlbench.scenarios.generation import per_token_from_whole
+
+    resolved = per_token_from_whole([10.0, 10.5, 9.5], 4.0, 4)
+    assert "per_token_ms" not in resolved  # the samples' median is the figure
+    assert resolved["per_token"]["median_ms"] == 2.0
+    unresolved = per_token_from_whole([0.52, 0.51, 0.53], 0.589, 4)
+    assert unresolved["per_token_ms"] is None
+    assert unresolved["per_token_note"].startswith("not resolved: the whole generation (0.52")
+    summary = pd.DataFrame([row("tensorflow", "xla", 2, 8, 0.52, 0.589, math.nan,
+                                generation_per_token_note=unresolved["per_token_note"])])
+    [sheet] = generation.sheets(summary, generation.PER_TOKEN)
+    assert sheet.table.loc[("gpt2", 2), "prompt 8"].startswith("not resolved:")
+    [sheet] = generation.sheets(summary, generation.FIRST_TOKEN)
+    assert sheet.table.loc[("gpt2", 2), "prompt 8"] == "0.59"

@@ -36,7 +36,14 @@ def _wrong(cells: pd.DataFrame) -> pd.Series:
     return pd.Series(False, index=cells.index)
 
 
+# Why an ok cell has no time per token (dlbench.scenarios.generation.per_token_from_whole).
+PER_TOKEN_NOTE = "generation_per_token_note"
+
+
 def _value(row, metric: str) -> str:
+    if row["status"] == "ok" and metric == PER_TOKEN and pd.isna(row.get(metric)) \
+            and isinstance(row.get(PER_TOKEN_NOTE), str):
+        return row[PER_TOKEN_NOTE]  # "not resolved: …", never a negative time
     if row["status"] != "ok" or pd.isna(row.get(metric)):
         return na(row["status"], row.get("reason"))
     mark = WRONG_MARK if bool(row.get("wrong_answer", False)) else ""
