@@ -104,8 +104,8 @@ def test_a_time_per_token_that_is_not_above_zero_is_not_published():
     from dlbench.scenarios.generation import per_token_from_whole
 
     resolved = per_token_from_whole([10.0, 10.5, 9.5], 4.0, 4)
-    assert "per_token_ms" not in resolved  # the samples' median is the figure
-    assert resolved["per_token"]["median_ms"] == 2.0
+    assert resolved["per_token_ms"] == resolved["per_token"]["median_ms"] == 2.0
+    assert "per_token_note" not in resolved
     unresolved = per_token_from_whole([0.52, 0.51, 0.53], 0.589, 4)
     assert unresolved["per_token_ms"] is None
     assert unresolved["per_token_note"].startswith("not resolved: the whole generation (0.52")

@@ -125,8 +125,10 @@ def per_token_from_whole(whole_ms: list[float], first_ms: float, new: int) -> di
     from dlbench.measure.stats import summarize
 
     per_token = [(x - first_ms) / (new - 1) for x in whole_ms]
-    section = {"per_token": {**summarize(per_token), "samples_ms": per_token}}
-    if section["per_token"]["median_ms"] <= 0:
+    stats = summarize(per_token)
+    section = {"per_token": {**stats, "samples_ms": per_token},
+               "per_token_ms": stats["median_ms"]}
+    if stats["median_ms"] <= 0:
         section["per_token_ms"] = None
         section["per_token_note"] = (
             f"not resolved: the whole generation ({statistics.median(whole_ms):.3g} ms, "
@@ -254,6 +256,7 @@ class Generation(Scenario):
                 steps = step_times(timed)
                 section = {"per_token_method": STEPS,
                            "first_token": steps["first"], "per_token": steps["per_token"],
+                           "per_token_ms": steps["per_token"]["median_ms"],
                            "per_position_ms": steps["per_position_ms"],
                            "per_position_p90_ms": steps["per_position_p90_ms"]}
             else:  # one compiled call: the first token by a one-token generation
@@ -284,7 +287,6 @@ class Generation(Scenario):
                 "how": decoder.how, "decoding": "greedy", "new_tokens": new,
                 "prompt_length": prompt, "batch": batch,
                 "first_token_ms": section["first_token"]["median_ms"],
-                "per_token_ms": section.pop("per_token_ms", section["per_token"]["median_ms"]),
                 "tokens_per_s_ci95": _tokens_interval(batch * new, timing),
                 "traces": traces, "other_prompt": other, **section,
                 "ids_first_row": generated[0].tolist(),
