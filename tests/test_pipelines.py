@@ -303,7 +303,7 @@ from dlbench.measure.training import ablation, run_step
 from dlbench.catalogue.models.vision import MODELS, initial_weights
 from dlbench.catalogue.optimizers import OPTIMIZERS
 from dlbench.catalogue.recipes import optimizations; OPTIMIZATIONS = optimizations("training")
-backend = load_backend("pytorch", "cpu", 2, 1)
+backend = load_backend("pytorch", "cpu", 1, 1)  # one thread: the other worker's load is noise
 ops = load_ops(backend, "training")
 manifest, spec = read_manifest({manifest!r}), MODELS["cnn"]
 optimization = OPTIMIZATIONS["eager"]
@@ -314,8 +314,9 @@ batches = ops.pipeline(manifest, parse("memory"), 32, 0)
 sync = backend.synchronize
 record = ablation(step, batches(0), 2, 32, sync, 1, 0.0, 2, True)  # as a cell prepares it
 ready = [step.to_device(b) for b in list(batches(1))[:2]]
+fed = step.to_device(next(iter(batches(1))))
 memory, ceiling = [], []
-for i in range(12):  # interleaved, so that the machine's load falls on both alike
+for i in range(32):  # interleaved, so that the machine's load falls on both alike
     start = time.perf_counter()
     run_step(step, *step.to_device(next(iter(batches(i)))), True, sync)
     memory.append(time.perf_counter() - start)
@@ -323,7 +324,8 @@ for i in range(12):  # interleaved, so that the machine's load falls on both ali
     run_step(step, *ready[i % 2], True, sync)
     ceiling.append(time.perf_counter() - start)
 print(json.dumps({{"ratio": float(np.median(np.array(ceiling[2:]) / np.array(memory[2:]))),
-                  "input": record["input"]}}))
+                  "input": record["input"], "strides": [list(ready[0][0].stride()),
+                                                        list(fed[0].stride())]}}))
 """
 
 
@@ -332,11 +334,13 @@ def test_the_ablation_is_at_least_as_fast_as_the_memory_pipeline(tmp_path_factor
     """The steps fed the ablation's batches (decoded, on the device, in the recipe's layout)
     take no longer than the same steps fed from the `memory` pipeline, step for step
     (interleaved): the memory pipeline's channels-last batches once ran 1.4× as fast as the
-    ablation's NCHW one."""
+    ablation's NCHW one. The batches' layouts must agree exactly; the times within 20%
+    (the median of 30 interleaved pairs: under the suite's load, 10 pairs once gave 1.18)."""
     folder = tmp_path_factory.mktemp("ceiling") / "synthetic"
     data_cli.build("synthetic", folder, 96, 16, 0)
     found = run_script(CEILING.format(manifest=str(folder / "manifest.json")))
-    assert found["ratio"] <= 1.1, found
+    assert found["strides"][0] == found["strides"][1], found
+    assert found["ratio"] <= 1.2, found
     assert "batches of the cell's pipeline" in found["input"]
 
 
