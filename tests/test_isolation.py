@@ -65,3 +65,21 @@ write_json_atomic("/tmp/dlbench-umask-test.json", {})
 print(calls, oct(default_file_mode()), oct(os.stat("/tmp/dlbench-umask-test.json").st_mode))
 """
     assert python(code) == "[23] 0o640 0o100640"
+
+
+def test_a_cell_does_not_import_scikit_learn(tmp_path):
+    """transformers (and Keras) import scikit-learn when it is installed (~1 s of a cell's
+    start-up); the measuring process marks it absent, and the cell still runs."""
+    out = tmp_path / "cell.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "dlbench", "run", "--framework=tensorflow", "--model=tiny-bert",
+         "--device=cpu", "--batch=1", "--seqlen=8", "--optimization=eager",
+         "--warmup-iterations=1", "--min-duration-s=0.01", "--min-iterations=2",
+         "--target-ci=0", f"--out={out}"],
+        capture_output=True, text=True, timeout=300,
+        env=tool_env(PYTHONPROFILEIMPORTTIME="1"))
+    assert done.returncode == 0 and '"status": "ok"' in out.read_text(), done.stderr[-3000:]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert "transformers" in imported
+    assert not {name for name in imported if name.split(".")[0] == "sklearn"}

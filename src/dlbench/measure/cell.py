@@ -2,6 +2,7 @@
 one after the other, each by its scenario, writing each record as soon as it is done."""
 
 import gc
+import sys
 import time
 import traceback
 from functools import partial
@@ -23,6 +24,11 @@ def measure_cells(tasks: list, paths: list[Path], start: float, repeat: int,
     the cells' fresh processes this is (training seeds each one differently)."""
     # Thread pools read these when the framework loads; Snakemake's values must not win.
     env.set_thread_variables(settings["threads"])
+    # transformers (for assisted generation) and Keras (for its estimator wrappers) import
+    # scikit-learn whenever it is installed: ~1 s of every cell's start-up on 2 cores, for
+    # code no cell runs. Marked absent, both carry on without it (the data sets' builder,
+    # another process, still uses it).
+    sys.modules.setdefault("sklearn", None)
     backend = None
     for position, (task, path) in enumerate(zip(tasks, paths, strict=True)):
         record = new_record(task.cell, task.settings(settings), started=start)
