@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from matplotlib.figure import Figure
+from scipy.stats import norm
 
 from dlbench.analysis import (
     environment,
@@ -192,7 +193,8 @@ def test_the_accuracy_match_compares_every_pair():
     mismatch = training.accuracy_match(trained_cells(*off, test_images=10_000))
     assert mismatch.loc[0, "verdict"] == "mismatch"
     assert mismatch.loc[0, "difference"] == pytest.approx(0.10)
-    expected = 2 * np.sqrt(0.8 * 0.2 / 10_000 + 0.7 * 0.3 / 10_000)
+    # 99% for the group: each of its three pairs at 1 − 0.01/3.
+    expected = norm.ppf(1 - 0.01 / 6) * np.sqrt(0.8 * 0.2 / 10_000 + 0.7 * 0.3 / 10_000)
     assert mismatch.loc[0, "statistical"] == pytest.approx(expected)
     table = training.match_table(mismatch)
     assert [c for c in table if c.endswith("accuracy")] == [

@@ -6,21 +6,28 @@ The accuracy match compares like with like: cells that should reach the same acc
 same model, data set, batch, optimizer, learning rate and epochs) at the same precision —
 every fp32 recipe of a framework together (pipelines and fp32 optimizations must not change
 what is learned), each reduced precision apart. Each side's accuracy is the mean over its
-cells and seeds. Two sources of noise stand between the two means: the test set is a
-sample (a side's binomial standard error sqrt(p(1-p)/n), n = test images × seeds), and
-every cell and seed trains a model of its own (the standard error of the models' mean, where
-a side has two or more); each side's error is the larger of the two. The statistical
-tolerance is the 95% half-width of the difference: SIGMAS standard errors of it where both
-errors are the test sets' binomial ones, Student's t with models − 1 degrees of freedom
-times them where a side's error is its models' spread (12.7 for two: the spread of two is
-itself barely known). The configured `accuracy_tolerance` is the size of a difference that matters:
-where the statistical tolerance is within it, the comparison can see such a difference —
-within the configured tolerance a match, beyond it a mismatch; where the noise is wider, a
-difference beyond the noise is a mismatch all the same (one seed a side can tell), and one
-inside it is *undecided* — not a match: the cells could differ by more than the configured
-tolerance and no test of this size would show it. With more than two frameworks every
-pair is compared so, and a group is as good as its worst pair. A mismatched cell is counted
-like a wrong answer in inference (`correctness_within_tolerance` false, set by
+trained models (cells × seeds). Two sources of noise stand between two sides' means: the
+test set is a sample (a side's binomial variance p(1-p)/n, n = test images × seeds), and
+every cell and seed trains a model of its own. The models' variance is pooled over every
+side of the group (the question asked is whether the frameworks train the same model, under
+which they share it): two seeds a side barely know their own spread (seen: PyTorch's two
+seeds 0.3 points apart, TensorFlow's too, 4.5 points between them — while PyTorch's seeds
+ranged 82.7–93.6% over runs). The difference's variance is the sum of both sides' binomial
+and model terms (the models' spread holds some test-set noise too: counted twice, on the
+side of caution), its degrees of freedom Welch–Satterthwaite's. The statistical tolerance
+is the difference's half-width at CONFIDENCE for the group as a whole (Bonferroni over its
+pairs: three frameworks, three pairs): Student's t at those degrees of freedom times its
+standard error. A mismatch is an accusation that costs cells their place in the answer, so
+it is made at 99%: three alike frameworks (2 seeds, 359 test images, models 1-3 points
+apart) came out a mismatch in 9-14% of simulated runs with 95% a pair and the larger of a
+side's binomial and own spread as its error, in 0.7-1.3% with this. The configured
+`accuracy_tolerance` is the size of a difference that matters: where the statistical
+tolerance is within it, the comparison can see such a difference — within the configured
+tolerance a match, beyond it a mismatch; where the noise is wider, a difference beyond the
+noise is a mismatch all the same (one seed a side can tell), and one inside it is
+*undecided* — not a match: the cells could differ by more than the configured tolerance and
+no test of this size would show it. A group is as good as its worst pair. A mismatched cell
+is counted like a wrong answer in inference (`correctness_within_tolerance` false, set by
 `correctness`): its speed does not count; an undecided one is not checked (None).
 """
 
@@ -28,9 +35,9 @@ from itertools import combinations
 
 import numpy as np
 import pandas as pd
+from scipy.stats import t as student
 
 from dlbench.analysis.speedup import valid_speedup
-from dlbench.measure.stats import t95
 from dlbench.report.format import fmt_ms, framework_name, framework_rank
 
 GROUP = ["model", "dataset", "batch", "optimizer", "training_learning_rate",
@@ -38,9 +45,8 @@ GROUP = ["model", "dataset", "batch", "optimizer", "training_learning_rate",
 MATCH, MISMATCH, UNKNOWN, UNDECIDED = "match", "mismatch", "not established", "undecided"
 # A group's verdict is its worst pair's.
 _SEVERITY = {MATCH: 0, UNDECIDED: 1, UNKNOWN: 2, MISMATCH: 3}
-# Standard errors of the difference that a difference of accuracies may reach as noise
-# (about 95% two-sided for two means of many test images).
-SIGMAS = 2.0
+# The confidence of a group's verdict (two-sided, shared among its pairs).
+CONFIDENCE = 0.99
 
 
 def cells(frame: pd.DataFrame) -> pd.DataFrame:
@@ -66,39 +72,49 @@ def _seeds(row) -> dict[int, float]:
 
 def _side(group: pd.DataFrame) -> dict:
     """One framework's side of a comparison: its mean accuracy, seeds, test images, the
-    standard error of its mean (binomial, or the seeds' if larger) and the degrees of
-    freedom of that error's estimate (infinite for the binomial's, seeds − 1 for the
-    seeds')."""
+    binomial variance of its mean (NaN without the test set's size) and its trained models'
+    accuracies."""
     # A seed's cells (eager, graph, …) read one test set: its binomial error counts once.
     # But each is a model trained of its own, and they do not end alike (seen: 80.2% and
-    # 89.7% for TensorFlow's eager and graph cells of one seed after 3 epochs): the spread
-    # between trained models is taken over every one of them, not over the seeds' means,
-    # which hid it.
+    # 89.7% for TensorFlow's eager and graph cells of one seed after 3 epochs): every one
+    # of them is a run of the models' spread.
     trained = [_seeds(row) for _, row in group.iterrows()]
-    runs = [accuracy for each in trained for accuracy in each.values()]
-    mean, runs_n = float(np.mean(runs)), len(runs)
+    runs = np.array([accuracy for each in trained for accuracy in each.values()])
+    mean = float(runs.mean())
     k = len({seed for each in trained for seed in each})
     images = group["training_test_images"].min() if "training_test_images" in group else None
-    binomial = (np.sqrt(mean * (1 - mean) / (images * k))
+    binomial = (mean * (1 - mean) / (images * k)
                 if images is not None and pd.notna(images) else np.nan)
-    between = np.std(runs, ddof=1) / np.sqrt(runs_n) if runs_n > 1 else np.nan
-    error, dof = binomial, np.inf
-    if not np.isnan(between) and (np.isnan(binomial) or between > binomial):
-        error, dof = between, runs_n - 1
-    return {"accuracy": mean, "seeds": k, "test_images": images, "error": error, "dof": dof}
+    return {"accuracy": mean, "seeds": k, "test_images": images, "binomial": binomial,
+            "runs": runs}
 
 
-def _pair(a: dict, b: dict, configured: float) -> dict:
+def _models_variance(sides: list[dict]) -> tuple[float, int]:
+    """The trained models' variance pooled over the sides (each about its own mean) and its
+    degrees of freedom (0 where no side has two models: unknown)."""
+    dof = sum(len(side["runs"]) - 1 for side in sides)
+    squares = sum(float(np.sum((side["runs"] - side["accuracy"]) ** 2)) for side in sides)
+    return (squares / dof if dof else np.nan), dof
+
+
+def _pair(a: dict, b: dict, configured: float, models: tuple[float, int],
+          pairs: int) -> dict:
     """Two sides compared: the difference of their accuracies, the statistical tolerance
-    (the difference's 95% half-width: SIGMAS standard errors, or Student's t at the fewer
-    degrees of freedom where a side's error is its seeds' spread) and the verdict."""
+    (the difference's half-width at CONFIDENCE shared by `pairs` pairs; `models`: the
+    group's pooled models' variance and its degrees of freedom) and the verdict."""
     difference = abs(a["accuracy"] - b["accuracy"])
-    errors = [a["error"], b["error"]]
-    dof = min(a["dof"], b["dof"])
-    quantile = SIGMAS if np.isinf(dof) else t95(int(dof))
-    statistical = (quantile * float(np.sqrt(np.sum(np.square(errors))))
-                   if not np.isnan(errors).any() else np.nan)
-    if np.isnan(statistical):  # no test-set size, one seed: no noise measured
+    variance, dof = models
+    model_term = variance * (1 / len(a["runs"]) + 1 / len(b["runs"])) if dof else 0.0
+    binomial = a["binomial"] + b["binomial"]
+    total = (0.0 if np.isnan(binomial) else binomial) + model_term
+    if np.isnan(binomial) and not dof:  # no test-set size, one model a side: no noise known
+        statistical = np.nan
+    else:
+        # Welch–Satterthwaite: only the models' term is estimated (the binomial is known).
+        effective = total ** 2 / (model_term ** 2 / dof) if model_term > 0 else np.inf
+        quantile = student.ppf(1 - (1 - CONFIDENCE) / (2 * pairs), effective)
+        statistical = float(quantile * np.sqrt(total))
+    if np.isnan(statistical):
         verdict = MATCH if difference <= configured else UNKNOWN
     elif statistical <= configured:  # a difference of the size that matters would show
         verdict = MATCH if difference <= configured else MISMATCH
@@ -122,7 +138,10 @@ def accuracy_match(trained: pd.DataFrame) -> pd.DataFrame:
             continue
         names = sorted(sides, key=framework_rank)
         configured = float(group["training_accuracy_tolerance"].max())
-        pairs = [_pair(sides[a], sides[b], configured) for a, b in combinations(names, 2)]
+        models = _models_variance(list(sides.values()))
+        compared = list(combinations(names, 2))
+        pairs = [_pair(sides[a], sides[b], configured, models, len(compared))
+                 for a, b in compared]
         worst = max(pairs, key=lambda p: (_SEVERITY[p["verdict"]], p["difference"]))
         row = dict(zip(GROUP, key, strict=True))
         row.update({f"{fw} accuracy": sides[fw]["accuracy"] for fw in names})
@@ -159,7 +178,7 @@ def match_table(match: pd.DataFrame) -> pd.DataFrame:
     table["verdict"] = [verdict(v, k) for v, k in
                         zip(table["verdict"], table.pop("seeds"), strict=True)]
     return table.rename(columns={"configured": "tolerance (configured)",
-                                 "statistical": "tolerance (95%)"})
+                                 "statistical": f"tolerance ({CONFIDENCE:.0%})"})
 
 
 def verdicts(frame: pd.DataFrame) -> pd.Series:

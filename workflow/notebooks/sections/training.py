@@ -31,14 +31,14 @@ say("# Training: the same CNN, trained from image files")
 # final test accuracies of cells that should learn alike (same model, data, batch, optimizer,
 # learning rate and epochs) at the same precision — a framework's fp32 recipes together, each
 # reduced precision apart — are compared against the configured tolerance, the size of a
-# difference that matters, and the statistical one, the difference's 95% noise: 2 standard
-# errors, each side's the binomial error of its accuracy over test images × seeds, or the
-# spread of its trained models (every cell × seed) if larger (then Student's t with
-# models − 1 degrees of freedom: 12.7 for two). A **match** needs the noise within the
-# configured tolerance (a difference that matters would show) and the difference within
-# it; a difference beyond both is a **mismatch**; one inside noise wider than the
-# configured tolerance is **undecided** — not the same, not different: too few seeds or
-# test images to tell.
+# difference that matters, and the statistical one, the difference's noise at 99% for the
+# group as a whole: the test sets' binomial error (test images × seeds) and the trained
+# models' spread (every cell × seed, pooled over the frameworks), Student's t at their
+# Welch–Satterthwaite degrees of freedom, shared among the group's pairs. A **match**
+# needs the noise within the configured tolerance (a difference that matters would show)
+# and the difference within it; a difference beyond both is a **mismatch**; one inside
+# noise wider than the configured tolerance is **undecided** — not the same, not
+# different: too few seeds or test images to tell.
 # With more than two frameworks, every pair must agree. A **mismatch** counts as a wrong
 # answer in inference: flagged ✗, its speed is left out of the answer, the speed-ups and the
 # efficiency averages.
@@ -58,7 +58,7 @@ else:
         say(f"{counts.get('match', 0)} of {len(match)} groups match. "
             + (f"{counts.get('mismatch')} mismatch: their cells' speed does not count. "
                if counts.get("mismatch") else "")
-            + (f"{counts.get('undecided')} undecided: their noise (the 95% tolerance) is "
+            + (f"{counts.get('undecided')} undecided: their noise (the 99% tolerance) is "
                "wider than the configured tolerance, so a difference that matters would not "
                "show; more seeds or test images decide them. "
                if counts.get("undecided") else "")
