@@ -17,7 +17,7 @@ import pytest
 from dlbench.plan import config
 from dlbench.plan.matrix import expand_cells
 from dlbench.records import result
-from tests.conftest import REPO, TINY_CONFIG, snakemake, start_from, tiny_config, tool_env
+from tests.conftest import REPO, TINY_RUN, snakemake, start_from, tiny_config, tool_env
 
 PROFILE = ["--workflow-profile", str(REPO / "workflow" / "profiles" / "default")]
 CELL = ["--framework=pytorch", "--model=tiny-bert", "--device=cpu", "--batch=1", "--seqlen=8",
@@ -171,7 +171,7 @@ def test_timing_cells_never_overlap_under_load(tiny_workflow):
         (_time(r["device_lock"]["acquired_at"]), _time(r["device_lock"]["released_at"]))
         for r in records if r["status"] == "ok"
     )
-    measured = [c for c in expand_cells(config.validate(TINY_CONFIG))
+    measured = [c for c in expand_cells(config.validate(TINY_RUN))
                 if c.device == "cpu" and not c.unsupported_reason()]
     assert len(windows) == len(measured) > 1
     for (_, end), (start, _) in zip(windows, windows[1:], strict=False):

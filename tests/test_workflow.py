@@ -12,7 +12,7 @@ from dlbench.plan.matrix import expand_cells
 from dlbench.records import result
 from dlbench.report.format import fmt_ms, framework_name, na
 from tests import report_html
-from tests.conftest import REPO, TINY_CONFIG, headless_chrome, snakemake
+from tests.conftest import REPO, TINY_RUN, headless_chrome, snakemake
 
 pytestmark = pytest.mark.slow  # end-to-end: `pytest -m "not slow"` skips it
 
@@ -26,7 +26,7 @@ def workflow_run(tiny_workflow):
 
 @pytest.fixture(scope="module")
 def cells():
-    return expand_cells(config.validate(TINY_CONFIG))
+    return expand_cells(config.validate(TINY_RUN))
 
 
 def test_every_cell_writes_a_valid_json(workflow_run, cells):
@@ -50,7 +50,7 @@ def test_summary_has_one_row_per_cell(workflow_run, cells):
     assert sorted(summary["cell_id"]) == sorted(c.id for c in cells)
     assert len(csv) == len(summary)
     ok = summary[summary["status"] == "ok"]
-    assert set(ok["framework"]) == set(TINY_CONFIG["frameworks"])
+    assert set(ok["framework"]) == set(TINY_RUN["frameworks"])
     assert (ok["median_ms"] > 0).all()
     assert summary.loc[summary["status"] != "ok", "reason"].str.len().gt(0).all()
 
@@ -85,7 +85,7 @@ def test_report_shows_every_cells_median(workflow_run):
     assert counts[-1][0] == "total" and counts[-1][-1] == str(len(summary))
     assert "not applicable" in counts[0]  # PyTorch graph: counted, never listed as failed
     provenance = json.loads((workflow_run / "results" / "provenance.json").read_text())
-    assert provenance["config"]["inference"] == TINY_CONFIG["inference"]
+    assert provenance["config"]["inference"] == TINY_RUN["inference"]
     assert "snakemake --cores all --configfile config.yaml" in BeautifulSoup(
         html, "html.parser").get_text()
     assert "import pandas" not in html and "dlbench.analysis" not in html  # no code cells
@@ -125,7 +125,7 @@ def test_the_peak_is_measured_once_and_reused_by_the_next_report(workflow_run):
     before = {name: path.stat().st_mtime_ns for name, path in peaks.items()}
     report = workflow_run / "report" / "report.html"
     rendered = report.stat().st_mtime_ns
-    run = snakemake(workflow_run, TINY_CONFIG, *PROFILE, "--cores", "2", "--forcerun", "report")
+    run = snakemake(workflow_run, TINY_RUN, *PROFILE, "--cores", "2", "--forcerun", "report")
     assert run.returncode == 0, run.stderr[-3000:]
     assert report.stat().st_mtime_ns > rendered
     assert {name: path.stat().st_mtime_ns for name, path in peaks.items()} == before
@@ -137,7 +137,7 @@ def test_the_peak_is_measured_once_and_reused_by_the_next_report(workflow_run):
 
 
 def test_second_run_has_nothing_to_do(workflow_run):
-    run = snakemake(workflow_run, TINY_CONFIG, *PROFILE, "--cores", "2", "--dry-run")
+    run = snakemake(workflow_run, TINY_RUN, *PROFILE, "--cores", "2", "--dry-run")
     assert run.returncode == 0
     assert "Nothing to be done" in run.stdout + run.stderr
 
@@ -148,7 +148,7 @@ def test_snakemakes_provenance_report_holds_summary_report_and_logs(workflow_run
     import base64
     import re
 
-    run = snakemake(workflow_run, TINY_CONFIG, "--report", "report/provenance.html")
+    run = snakemake(workflow_run, TINY_RUN, "--report", "report/provenance.html")
     assert run.returncode == 0, run.stderr[-3000:]
     html = (workflow_run / "report" / "provenance.html").read_text()
     embedded = {}  # path → content, from the report's data: entries
