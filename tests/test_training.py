@@ -319,8 +319,9 @@ def test_the_match_tells_two_different_models_from_the_same_one(tmp_path, digits
     slow = trained("pytorch", "foreach", 1e-7, "--seeds=2", epochs=1)
     alike = derive(aggregate.table(list(sides.values())))
     verdict = training.accuracy_match(alike).iloc[0]
-    # 359 test images × 2 seeds: the noise (±3.2 points at 90%, 95%) is wider than the
-    # configured 2 points, so alike is undecided (not a mismatch), never a match.
+    # 359 test images × 2 seeds a side: the noise (the models' pooled spread, 3 degrees of
+    # freedom, 99% over three pairs) is wider than the configured 2 points, so alike is
+    # undecided (not a mismatch), never a match.
     assert verdict["verdict"] == "undecided", verdict.to_dict()
     assert min(verdict[f"{fw} accuracy"] for fw in sides) > 0.6
     # Undecided: neither checked right nor wrong.
@@ -397,13 +398,15 @@ def trained_cells(*rows, test_images: int = 250) -> pd.DataFrame:
 
 def half_width(*binomial: float, models: float = 0.0, dof: int = 0, pairs: int = 1) -> float:
     """The accuracy match's statistical tolerance, written out: 99% two-sided over `pairs`
-    pairs, Student's t at the Welch–Satterthwaite degrees of freedom (the `models` term is
-    the only estimated one, with `dof`) times the standard error."""
+    pairs; Student's t at `dof` times the models' pooled error where it is measured, else
+    the normal quantile times the binomial error."""
+    from scipy.stats import norm
     from scipy.stats import t as student
 
-    total = sum(binomial) + models
-    effective = total ** 2 / (models ** 2 / dof) if models else np.inf
-    return student.ppf(1 - 0.01 / (2 * pairs), effective) * np.sqrt(total)
+    level = 1 - 0.01 / (2 * pairs)
+    if models:
+        return student.ppf(level, dof) * np.sqrt(models)
+    return norm.ppf(level) * np.sqrt(sum(binomial))
 
 
 def test_a_difference_inside_the_configured_tolerance_matches_where_the_test_can_tell():
@@ -460,25 +463,30 @@ def test_seeds_add_test_images_and_their_spread_widens_the_tolerance():
     from dlbench.analysis import training
 
     # Seeds 10 points apart on each side: the models' variance (pooled: 2 × 0.05², 2 degrees
-    # of freedom) adds to the binomial over 2 × 250 images, and is barely known: ±50 points.
+    # of freedom) is the error, and is barely known: ±70 points.
     spread = training.accuracy_match(trained_cells(
         ("pytorch", "eager", 0.75, [0.70, 0.80]), ("tensorflow", "graph", 0.71, [0.66, 0.76])))
     assert spread.loc[0, "verdict"] == "undecided"
     assert spread.loc[0, "statistical"] == pytest.approx(half_width(
         0.75 * 0.25 / 500, 0.71 * 0.29 / 500, models=2 * 0.05 ** 2 * (1 / 2 + 1 / 2), dof=2))
-    # Seeds that agree: the binomial error over 2 × 250 images decides, 10 points is beyond.
-    close = training.accuracy_match(trained_cells(
-        ("pytorch", "eager", 0.80, [0.79, 0.81]), ("tensorflow", "graph", 0.70, [0.69, 0.71])))
-    assert close.loc[0, "pytorch seeds"] == close.loc[0, "tensorflow seeds"] == 2
-    assert close.loc[0, "statistical"] == pytest.approx(half_width(
-        0.8 * 0.2 / 500, 0.7 * 0.3 / 500, models=2 * 0.01 ** 2 * (1 / 2 + 1 / 2), dof=2))
-    assert close.loc[0, "verdict"] == "mismatch"
+    # Seeds that agree, 10 points apart: two a side cannot show that the spread is that
+    # small (±14 points); eight a side can (14 degrees of freedom: ±1.6 points).
+    def close(seeds):
+        return training.accuracy_match(trained_cells(
+            ("pytorch", "eager", 0.80, [0.79, 0.81] * seeds),
+            ("tensorflow", "graph", 0.70, [0.69, 0.71] * seeds))).loc[0]
+
+    two, eight = close(1), close(4)
+    assert two["pytorch seeds"] == two["tensorflow seeds"] == 2
+    assert two["statistical"] == pytest.approx(half_width(
+        models=2 * 0.01 ** 2 * (1 / 2 + 1 / 2), dof=2))
+    assert two["verdict"] == "undecided" and eight["verdict"] == "mismatch"
 
 
 def test_two_seeds_cannot_call_a_match_that_eight_can():
     """The same seed-to-seed spread (±1 point) and a 1-point difference, on 10,000 test
     images: with two seeds a side the spread is known to 2 degrees of freedom, the noise
-    (±12 points) hides any difference that matters — undecided, '2 seeds'; with eight a
+    (±14 points) hides any difference that matters — undecided, '2 seeds'; with eight a
     side (14 degrees of freedom) the noise is ±1.6 points, under the configured 2: a match."""
     from dlbench.analysis import training
 
@@ -504,8 +512,9 @@ def test_the_recipes_of_one_seed_are_one_sample():
         ("tensorflow", "graph", 0.78, None)))
     assert match.loc[0, "tensorflow seeds"] == 1
     assert match.loc[0, "tensorflow accuracy"] == pytest.approx(0.77)
+    # Their two models' spread is the error (1 degree of freedom).
     assert match.loc[0, "statistical"] == pytest.approx(half_width(
-        0.8 * 0.2 / 250, 0.77 * 0.23 / 250, models=0.01 ** 2 * 2 * (1 + 1 / 2), dof=1))
+        models=0.01 ** 2 * 2 * (1 + 1 / 2), dof=1))
 
 
 def test_the_spread_between_one_seeds_recipes_is_noise_not_a_mismatch():
@@ -513,7 +522,7 @@ def test_the_spread_between_one_seeds_recipes_is_noise_not_a_mismatch():
     and graph cells of one seed ended 9.5 points apart, PyTorch 4.7 points above their
     mean. Averaged per seed, TensorFlow's two seeds agreed to 0.1 point and the binomial
     error alone called it a mismatch; the trained models' own spread makes it undecided.
-    Where the recipes agree closely, a wider gap (6.7 points) is a mismatch."""
+    Where the recipes agree closely, a wider gap (6.6 points) is a mismatch."""
     from dlbench.analysis import training
 
     def verdict(tf_eager, tf_graph):
@@ -532,8 +541,8 @@ def test_two_seeds_that_agree_do_not_hide_the_models_spread():
     seeds 88.0 and 87.7%, TensorFlow's 92.5 and 92.2%, JAX's 94.2 and 90.5%. A side's own
     spread (0.3 points) let the binomial error alone decide PyTorch against TensorFlow, and
     4.5 points apart was called a mismatch of frameworks that train alike. The models'
-    spread pooled over the sides (JAX's shows it) makes it undecided; 15 points apart is
-    still a mismatch."""
+    spread pooled over the sides (JAX's shows it) makes it undecided; JAX 20 points below
+    is still a mismatch."""
     from dlbench.analysis import training
 
     def verdict(shift):

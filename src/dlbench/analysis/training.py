@@ -8,33 +8,36 @@ every fp32 recipe of a framework together (pipelines and fp32 optimizations must
 what is learned), each reduced precision apart. Each side's accuracy is the mean over its
 trained models (cells × seeds). Two sources of noise stand between two sides' means: the
 test set is a sample (a side's binomial variance p(1-p)/n, n = test images × seeds), and
-every cell and seed trains a model of its own. The models' variance is pooled over every
-side of the group (the question asked is whether the frameworks train the same model, under
-which they share it): two seeds a side barely know their own spread (seen: PyTorch's two
-seeds 0.3 points apart, TensorFlow's too, 4.5 points between them — while PyTorch's seeds
-ranged 82.7–93.6% over runs). The difference's variance is the sum of both sides' binomial
-and model terms (the models' spread holds some test-set noise too: counted twice, on the
-side of caution), its degrees of freedom Welch–Satterthwaite's. The statistical tolerance
-is the difference's half-width at CONFIDENCE for the group as a whole (Bonferroni over its
-pairs: three frameworks, three pairs): Student's t at those degrees of freedom times its
-standard error. A mismatch is an accusation that costs cells their place in the answer, so
-it is made at 99%: three alike frameworks (2 seeds, 359 test images, models 1-3 points
-apart) came out a mismatch in 9-14% of simulated runs with 95% a pair and the larger of a
-side's binomial and own spread as its error, in 0.7-1.3% with this. The configured
-`accuracy_tolerance` is the size of a difference that matters: where the statistical
-tolerance is within it, the comparison can see such a difference — within the configured
-tolerance a match, beyond it a mismatch; where the noise is wider, a difference beyond the
-noise is a mismatch all the same (one seed a side can tell), and one inside it is
-*undecided* — not a match: the cells could differ by more than the configured tolerance and
-no test of this size would show it. A group is as good as its worst pair. A mismatched cell
-is counted like a wrong answer in inference (`correctness_within_tolerance` false, set by
-`correctness`): its speed does not count; an undecided one is not checked (None).
+every cell and seed trains a model of its own. Where a group has two models or more on a
+side, their accuracies' spread is the error: read on the same test set, it holds that noise
+too. It is pooled over every side of the group (the question asked is whether the
+frameworks train the same model, under which they share it): two seeds a side barely know
+their own spread (seen: PyTorch's two seeds 0.3 points apart, TensorFlow's too, 4.5 points
+between them — while PyTorch's seeds ranged 82.7–93.6% over runs). The statistical
+tolerance is the difference's half-width at CONFIDENCE for the group as a whole (Bonferroni
+over its pairs: three frameworks, three pairs): Student's t at the pooled degrees of
+freedom times the standard error (a pooled two-sample t-test); with one model a side, the
+normal quantile times the binomial error. A mismatch is an accusation that costs cells
+their place in the answer, so it is made at 99%: in simulated runs of three alike
+frameworks (2 seeds, 359 test images, models' accuracies 1-5 points apart in sd) 95% a pair
+with a side's own spread or binomial, whichever was larger, called 7-9% of them a mismatch,
+this at most 0.5%; it also sees less (a side 15 points off: 10-45% of runs, against
+29-84%), which more seeds buy back. The configured `accuracy_tolerance` is the size of a
+difference that matters: where the statistical tolerance is within it, the comparison can
+see such a difference — within the configured tolerance a match, beyond it a mismatch;
+where the noise is wider, a difference beyond the noise is a mismatch all the same (one
+seed a side can tell), and one inside it is *undecided* — not a match: the cells could
+differ by more than the configured tolerance and no test of this size would show it. A
+group is as good as its worst pair. A mismatched cell is counted like a wrong answer in
+inference (`correctness_within_tolerance` false, set by `correctness`): its speed does not
+count; an undecided one is not checked (None).
 """
 
 from itertools import combinations
 
 import numpy as np
 import pandas as pd
+from scipy.stats import norm
 from scipy.stats import t as student
 
 from dlbench.analysis.speedup import valid_speedup
@@ -104,16 +107,18 @@ def _pair(a: dict, b: dict, configured: float, models: tuple[float, int],
     group's pooled models' variance and its degrees of freedom) and the verdict."""
     difference = abs(a["accuracy"] - b["accuracy"])
     variance, dof = models
+    # Where the models' spread is measured it is the error: read on the same test set, it
+    # holds the test set's noise too (adding the binomial would count it twice). Otherwise
+    # the binomial error (known: the normal quantile).
     model_term = variance * (1 / len(a["runs"]) + 1 / len(b["runs"])) if dof else 0.0
     binomial = a["binomial"] + b["binomial"]
-    total = (0.0 if np.isnan(binomial) else binomial) + model_term
-    if np.isnan(binomial) and not dof:  # no test-set size, one model a side: no noise known
+    level = 1 - (1 - CONFIDENCE) / (2 * pairs)
+    if model_term > 0:
+        statistical = float(student.ppf(level, dof) * np.sqrt(model_term))
+    elif binomial > 0:
+        statistical = float(norm.ppf(level) * np.sqrt(binomial))
+    else:  # no test-set size and no spread: no noise known
         statistical = np.nan
-    else:
-        # Welch–Satterthwaite: only the models' term is estimated (the binomial is known).
-        effective = total ** 2 / (model_term ** 2 / dof) if model_term > 0 else np.inf
-        quantile = student.ppf(1 - (1 - CONFIDENCE) / (2 * pairs), effective)
-        statistical = float(quantile * np.sqrt(total))
     if np.isnan(statistical):
         verdict = MATCH if difference <= configured else UNKNOWN
     elif statistical <= configured:  # a difference of the size that matters would show

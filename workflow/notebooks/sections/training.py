@@ -32,9 +32,9 @@ say("# Training: the same CNN, trained from image files")
 # learning rate and epochs) at the same precision — a framework's fp32 recipes together, each
 # reduced precision apart — are compared against the configured tolerance, the size of a
 # difference that matters, and the statistical one, the difference's noise at 99% for the
-# group as a whole: the test sets' binomial error (test images × seeds) and the trained
-# models' spread (every cell × seed, pooled over the frameworks), Student's t at their
-# Welch–Satterthwaite degrees of freedom, shared among the group's pairs. A **match**
+# group as a whole: the spread of the trained models (every cell × seed, pooled over the
+# frameworks; Student's t at its degrees of freedom, shared among the group's pairs), or
+# with one model a side the test set's binomial error (test images × seeds). A **match**
 # needs the noise within the configured tolerance (a difference that matters would show)
 # and the difference within it; a difference beyond both is a **mismatch**; one inside
 # noise wider than the configured tolerance is **undecided** — not the same, not
