@@ -324,8 +324,8 @@ for i in range(32):  # interleaved, so that the machine's load falls on both ali
     run_step(step, *ready[i % 2], True, sync)
     ceiling.append(time.perf_counter() - start)
 print(json.dumps({{"ratio": float(np.median(np.array(ceiling[2:]) / np.array(memory[2:]))),
-                  "input": record["input"], "strides": [list(ready[0][0].stride()),
-                                                        list(fed[0].stride())]}}))
+                  "input": record["input"],  # eager's layout: contiguous NCHW
+                  "contiguous": [ready[0][0].is_contiguous(), fed[0].is_contiguous()]}}))
 """
 
 
@@ -334,12 +334,12 @@ def test_the_ablation_is_at_least_as_fast_as_the_memory_pipeline(tmp_path_factor
     """The steps fed the ablation's batches (decoded, on the device, in the recipe's layout)
     take no longer than the same steps fed from the `memory` pipeline, step for step
     (interleaved): the memory pipeline's channels-last batches once ran 1.4× as fast as the
-    ablation's NCHW one. The batches' layouts must agree exactly; the times within 20%
+    ablation's NCHW one. Both sides' batches must be in the recipe's layout; the times within 20%
     (the median of 30 interleaved pairs: under the suite's load, 10 pairs once gave 1.18)."""
     folder = tmp_path_factory.mktemp("ceiling") / "synthetic"
     data_cli.build("synthetic", folder, 96, 16, 0)
     found = run_script(CEILING.format(manifest=str(folder / "manifest.json")))
-    assert found["strides"][0] == found["strides"][1], found
+    assert found["contiguous"] == [True, True], found
     assert found["ratio"] <= 1.2, found
     assert "batches of the cell's pipeline" in found["input"]
 

@@ -74,8 +74,8 @@ def _seeds(row) -> dict[int, float]:
 
 
 def _side(group: pd.DataFrame) -> dict:
-    """One framework's side of a comparison: its mean accuracy, seeds, test images, the
-    binomial variance of its mean (NaN without the test set's size) and its trained models'
+    """One framework's side of a comparison: its mean accuracy, seeds, the binomial
+    variance of its mean (NaN without the test set's size) and its trained models'
     accuracies."""
     # A seed's cells (eager, graph, …) read one test set: its binomial error counts once.
     # But each is a model trained of its own, and they do not end alike (seen: 80.2% and
@@ -88,8 +88,7 @@ def _side(group: pd.DataFrame) -> dict:
     images = group["training_test_images"].min() if "training_test_images" in group else None
     binomial = (mean * (1 - mean) / (images * k)
                 if images is not None and pd.notna(images) else np.nan)
-    return {"accuracy": mean, "seeds": k, "test_images": images, "binomial": binomial,
-            "runs": runs}
+    return {"accuracy": mean, "seeds": k, "binomial": binomial, "runs": runs}
 
 
 def _models_variance(sides: list[dict]) -> tuple[float, int]:
