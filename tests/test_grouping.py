@@ -99,7 +99,10 @@ def test_grouped_and_isolated_cells_agree_within_the_noise(tmp_path):
     widens the spread instead of failing the check (seen in one full suite run with fresh
     processes before the group only: the grouped median 0.44 ms against 0.61-0.66 ms a
     minute earlier; run alone, they agreed); a bias of grouping itself still falls outside
-    it."""
+    it. This machine also slows down for a second or two at a time (tiny-bert's median over
+    0.5-s windows of one process: 0.70 ms, then 1.25, then 0.72); one such burst in the
+    grouped process failed CI (b4 s32: 1.25 ms grouped, 0.67-0.88 ms fresh). So a group that
+    disagrees is measured once more: a bias of grouping shows in both, a burst in one."""
     cells = ["--optimization=eager", "--batch", "1", "4", "--seqlen", "32", "64",
              "--min-duration-s=0.5", "--min-iterations=20", "--warmup-iterations=5"]
     done, before = run_group(tmp_path / "before", *cells, "--repeats=3")
@@ -108,19 +111,41 @@ def test_grouped_and_isolated_cells_agree_within_the_noise(tmp_path):
     assert done.returncode == 0, done.stderr
     done, after = run_group(tmp_path / "after", *cells, "--repeats=3")
     assert done.returncode == 0, done.stderr
-    assert len(grouped) == 4
+    fresh = {cell: [r["median_ms"] for isolated in (before, after)
+                    for r in isolated[cell]["timing"]["repeats"]] for cell in before}
+    disagreement = grouping_disagrees(grouped, fresh)
+    if disagreement:
+        done, again = run_group(tmp_path / "again", *cells)
+        assert done.returncode == 0, done.stderr
+        assert not grouping_disagrees(again, fresh), (disagreement, again)
+
+
+def grouping_disagrees(grouped: dict, fresh: dict) -> str:
+    """Why the grouped medians are not those of the fresh processes ('' where they are)."""
+    if len(grouped) != len(fresh):
+        return f"{len(grouped)} grouped cells, {len(fresh)} fresh"
     ratios = {}
     for cell, record in grouped.items():
-        repeats = [r["median_ms"] for isolated in (before, after)
-                   for r in isolated[cell]["timing"]["repeats"]]
-        median = record["timing"]["median_ms"]
+        repeats, median = fresh[cell], record["timing"]["median_ms"]
         ratios[cell] = median / statistics.median(repeats)
         # No cell far outside the fresh processes' spread …
-        assert min(repeats) / 1.35 <= median <= max(repeats) * 1.35, (cell, repeats, median)
+        if not min(repeats) / 1.35 <= median <= max(repeats) * 1.35:
+            return f"{cell}: {median:.3f} ms grouped, fresh {repeats}"
     # … and no bias of grouping over the cells: their typical ratio within 10%. One cell
     # 10-30% off while the others agree is this machine's noise (seen in a full suite run
     # on a fresh clone: b1 s64 0.76 ms grouped against 0.61-0.65 ms fresh).
-    assert 1 / 1.1 <= statistics.median(ratios.values()) <= 1.1, ratios
+    if not 1 / 1.1 <= statistics.median(ratios.values()) <= 1.1:
+        return f"grouped/fresh ratios {ratios}"
+    return ""
+
+
+def test_grouping_disagrees_where_a_group_is_biased():
+    fresh = {"a": [1.0, 1.1, 0.9], "b": [2.0, 2.1, 1.9]}
+    timed = lambda a, b: {"a": {"timing": {"median_ms": a}}, "b": {"timing": {"median_ms": b}}}
+    assert grouping_disagrees(timed(1.05, 1.95), fresh) == ""
+    assert "a: 1.600 ms grouped" in grouping_disagrees(timed(1.6, 2.0), fresh)  # one far off
+    assert "ratios" in grouping_disagrees(timed(1.2, 2.4), fresh)  # all 20% slower
+    assert "1 grouped cells" in grouping_disagrees({"a": timed(1, 2)["a"]}, fresh)
 
 
 @pytest.mark.slow
