@@ -141,7 +141,10 @@ def grouping_disagrees(grouped: dict, fresh: dict) -> str:
 
 def test_grouping_disagrees_where_a_group_is_biased():
     fresh = {"a": [1.0, 1.1, 0.9], "b": [2.0, 2.1, 1.9]}
-    timed = lambda a, b: {"a": {"timing": {"median_ms": a}}, "b": {"timing": {"median_ms": b}}}
+
+    def timed(a, b):
+        return {"a": {"timing": {"median_ms": a}}, "b": {"timing": {"median_ms": b}}}
+
     assert grouping_disagrees(timed(1.05, 1.95), fresh) == ""
     assert "a: 1.600 ms grouped" in grouping_disagrees(timed(1.6, 2.0), fresh)  # one far off
     assert "ratios" in grouping_disagrees(timed(1.2, 2.4), fresh)  # all 20% slower
