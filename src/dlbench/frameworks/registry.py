@@ -41,3 +41,14 @@ def frameworks() -> tuple[Framework, ...]:
 def labels() -> dict[str, str]:
     """Each framework's name as the report writes it, e.g. {"pytorch": "PyTorch"}."""
     return {framework.name: framework.label for framework in frameworks()}
+
+
+def unused_imports(name: str) -> set[str]:
+    """The packages that no cell of framework `name` runs but that transformers, Keras or
+    TensorFlow import whenever they are installed: the other frameworks' (their import
+    names, the distributions' with "_" for "-") and those its declaration lists."""
+    own = {package.replace("-", "_") for package in get(name).distributions}
+    others = {package.replace("-", "_") for framework in frameworks()
+              if framework.name != name for package in framework.distributions}
+    return (others | set(get(name).unused_imports)) - own
+

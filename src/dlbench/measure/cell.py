@@ -9,6 +9,7 @@ from functools import partial
 from pathlib import Path
 
 from dlbench.data.pipeline import LoaderDied
+from dlbench.frameworks import registry
 from dlbench.measure import env
 from dlbench.measure.memory import PhaseMemory, rss_mb
 from dlbench.measure.timing import PhaseClock
@@ -24,11 +25,12 @@ def measure_cells(tasks: list, paths: list[Path], start: float, repeat: int,
     the cells' fresh processes this is (training seeds each one differently)."""
     # Thread pools read these when the framework loads; Snakemake's values must not win.
     env.set_thread_variables(settings["threads"])
-    # transformers (for assisted generation) and Keras (for its estimator wrappers) import
-    # scikit-learn whenever it is installed: ~1 s of every cell's start-up on 2 cores, for
-    # code no cell runs. Marked absent, both carry on without it (the data sets' builder,
-    # another process, still uses it).
-    sys.modules.setdefault("sklearn", None)
+    # What transformers, Keras and TensorFlow import whenever it is installed, for code that
+    # no cell runs: seconds of every cell's start-up on 2 cores (the other frameworks, SciPy,
+    # scikit-learn). Marked absent, they carry on without it.
+    for framework in {task.cell.framework for task in tasks}:
+        for unused in registry.unused_imports(framework):
+            sys.modules.setdefault(unused, None)
     backend = None
     for position, (task, path) in enumerate(zip(tasks, paths, strict=True)):
         record = new_record(task.cell, task.settings(settings), started=start)

@@ -27,6 +27,7 @@ FRAMEWORK = Framework(
     no_pinned_memory="pinned memory is a PyTorch DataLoader option; Grain has none",
     # A training step in JAX is what jax.jit compiles (op by op is not what anyone runs).
     default_step="jit",
+    unused_imports=("sklearn",),  # jax.experimental.sparse imports SciPy
     gpu_timing="on the host only, after block_until_ready: JAX's Python API has no device "
                "events",
     gpu_memory="Device.memory_stats()'s peak in use (and reserved, where the allocator gives "
