@@ -9,7 +9,6 @@ import tempfile
 
 # transformers 4.x imports TensorFlow too when it finds it: seconds and ~500 MB per cell.
 os.environ.setdefault("USE_TF", "0")
-os.environ.setdefault("USE_FLAX", "0")  # nor JAX, for its image transforms: ~0.5 s
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # weights come from a local file or the seed
 
 import torch  # noqa: E402

@@ -7,7 +7,6 @@ import os
 # Before transformers or TensorFlow load: no PyTorch in a TensorFlow cell, the Keras 2
 # API that transformers' TF classes need, and no log spam in the cell's log.
 os.environ.setdefault("USE_TORCH", "0")
-os.environ.setdefault("USE_FLAX", "0")  # nor JAX, for its image transforms: ~0.5 s
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # weights come from a local file or the seed
