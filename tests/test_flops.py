@@ -6,6 +6,7 @@ import os
 import pytest
 
 from dlbench.catalogue.models import MODELS
+from dlbench.catalogue.models.vision import MODELS as CNNS
 from dlbench.catalogue.models.vision import get_cnn
 from dlbench.frameworks import registry
 from dlbench.measure import flops
@@ -89,14 +90,15 @@ def net(monkeypatch):
     return Net
 
 
-def test_the_flop_counter_agrees_on_the_cnn(net):
+@pytest.mark.parametrize("name", CNNS)
+def test_the_flop_counter_agrees_on_each_cnn(net, name):
     import torch
 
-    spec = get_cnn("cnn")
+    spec = get_cnn(name)
     images = torch.zeros(4, spec.channels[0], spec.image_size, spec.image_size)
     # Biases are left out of the formula; the counter leaves them out too.
     assert _counted(net(spec).eval(), images) == pytest.approx(
-        flops.forward_flops("cnn", 4), rel=0.02)
+        flops.forward_flops(name, 4), rel=0.02)
 
 
 def test_the_cnns_training_step_is_three_forward_passes_by_the_counter(net):
