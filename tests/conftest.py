@@ -211,3 +211,21 @@ def pytest_runtest_protocol(item, nextitem):
     for handle in _held.values():
         handle.close()  # closing the file releases its flock
     _held.clear()
+
+
+# The longest modules first (`--dist loadscope` hands out whole modules in the order of the
+# collection): with the short ones last, the two workers end together instead of one
+# finishing a long module alone. In order of their time in a full run on 2026-11-26 (s: 328,
+# ~290 with the tiny CNN, 231, 220, 171, 163, 159, 120, 110, 100, 95, 89); the others follow
+# by name.
+LONGEST_FIRST = ("test_faults", "test_training", "test_optimizations", "test_slurm",
+                 "test_generation", "test_grouping", "test_train_step_run", "test_fairness",
+                 "test_bottleneck", "test_pipelines", "test_presets", "test_compare")
+
+
+def pytest_collection_modifyitems(items):
+    def rank(item) -> int:
+        name = item.module.__name__.rsplit(".", 1)[-1]
+        return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
+
+    items.sort(key=rank)  # stable: each module's tests keep their order
