@@ -92,63 +92,54 @@ def test_a_failing_cell_costs_only_itself(tmp_path, fault, reason):
 @pytest.mark.slow
 @pytest.mark.alone
 def test_grouped_and_isolated_cells_agree_within_the_noise(tmp_path):
-    """The same cells, each in 3 fresh processes, then all in one, then each in 3 fresh
-    processes again: the grouped medians are those of the fresh processes, within 10% over
-    the cells, and none is more than 35% outside the fresh processes' spread. The fresh
-    processes run before and after the group, so that a drift of the machine between them
-    widens the spread instead of failing the check (seen in one full suite run with fresh
-    processes before the group only: the grouped median 0.44 ms against 0.61-0.66 ms a
-    minute earlier; run alone, they agreed); a bias of grouping itself still falls outside
-    it. This machine also slows down for a second or two at a time (tiny-bert's median over
-    0.5-s windows of one process: 0.70 ms, then 1.25, then 0.72); one such burst in the
-    grouped process failed CI (b4 s32: 1.25 ms grouped, 0.67-0.88 ms fresh). So a group that
-    disagrees is measured once more: a bias of grouping shows in both, a burst in one."""
+    """The same cells, each in 2 fresh processes, then all in one, then each in 2 fresh
+    processes, then all in one again: the best grouped median of each cell is the best of
+    its fresh processes', within 15% over the cells and 35% for any. Best, not typical: this
+    machine slows down 2x for seconds at a time (tiny-bert's median over 0.5-s windows of one
+    process: 0.70 ms, then 1.25, then 0.72; b4 s64's six fresh processes in one suite run:
+    0.82, 1.55, 1.58, 1.50, 0.83, 0.83 ms), which only ever slows a process down, while a bias
+    of grouping moves its best time too. Alternated, so that a drift of the machine between
+    them is seen by both (in one suite run, with fresh processes before the group only: the
+    grouped median 0.44 ms against 0.61-0.66 ms a minute earlier)."""
     cells = ["--optimization=eager", "--batch", "1", "4", "--seqlen", "32", "64",
              "--min-duration-s=0.5", "--min-iterations=20", "--warmup-iterations=5"]
-    done, before = run_group(tmp_path / "before", *cells, "--repeats=3")
-    assert done.returncode == 0, done.stderr
-    done, grouped = run_group(tmp_path / "grouped", *cells)
-    assert done.returncode == 0, done.stderr
-    done, after = run_group(tmp_path / "after", *cells, "--repeats=3")
-    assert done.returncode == 0, done.stderr
-    fresh = {cell: [r["median_ms"] for isolated in (before, after)
-                    for r in isolated[cell]["timing"]["repeats"]] for cell in before}
-    disagreement = grouping_disagrees(grouped, fresh)
-    if disagreement:
-        done, again = run_group(tmp_path / "again", *cells)
+    fresh, grouped = {}, {}
+    for run in ("first", "second"):
+        done, isolated = run_group(tmp_path / f"fresh-{run}", *cells, "--repeats=2")
         assert done.returncode == 0, done.stderr
-        assert not grouping_disagrees(again, fresh), (disagreement, again)
+        for cell, record in isolated.items():
+            fresh.setdefault(cell, []).extend(r["median_ms"] for r in record["timing"]["repeats"])
+        done, group = run_group(tmp_path / f"grouped-{run}", *cells)
+        assert done.returncode == 0, done.stderr
+        for cell, record in group.items():
+            grouped.setdefault(cell, []).append(record["timing"]["median_ms"])
+    assert len(fresh) == 4 and all(len(f) == 4 for f in fresh.values()), fresh
+    assert not grouping_disagrees(grouped, fresh)
 
 
-def grouping_disagrees(grouped: dict, fresh: dict) -> str:
-    """Why the grouped medians are not those of the fresh processes ('' where they are)."""
-    if len(grouped) != len(fresh):
-        return f"{len(grouped)} grouped cells, {len(fresh)} fresh"
-    ratios = {}
-    for cell, record in grouped.items():
-        repeats, median = fresh[cell], record["timing"]["median_ms"]
-        ratios[cell] = median / statistics.median(repeats)
-        # No cell far outside the fresh processes' spread …
-        if not min(repeats) / 1.35 <= median <= max(repeats) * 1.35:
-            return f"{cell}: {median:.3f} ms grouped, fresh {repeats}"
-    # … and no bias of grouping over the cells: their typical ratio within 10%. One cell
-    # 10-30% off while the others agree is this machine's noise (seen in a full suite run
-    # on a fresh clone: b1 s64 0.76 ms grouped against 0.61-0.65 ms fresh).
-    if not 1 / 1.1 <= statistics.median(ratios.values()) <= 1.1:
-        return f"grouped/fresh ratios {ratios}"
+def grouping_disagrees(grouped: dict[str, list[float]], fresh: dict[str, list[float]]) -> str:
+    """Why the best grouped median of each cell is not the best of its fresh processes' ('',
+    where it is)."""
+    if grouped.keys() != fresh.keys():
+        return f"grouped cells {sorted(grouped)}, fresh {sorted(fresh)}"
+    ratios = {cell: min(grouped[cell]) / min(fresh[cell]) for cell in grouped}
+    # No cell far off …
+    for cell, ratio in ratios.items():
+        if not 1 / 1.35 <= ratio <= 1.35:
+            return f"{cell}: grouped {grouped[cell]} ms, fresh {fresh[cell]} ms"
+    # … and no bias of grouping over the cells: their typical ratio within 15%.
+    if not 1 / 1.15 <= statistics.median(ratios.values()) <= 1.15:
+        return f"best grouped / best fresh: {ratios}"
     return ""
 
 
 def test_grouping_disagrees_where_a_group_is_biased():
-    fresh = {"a": [1.0, 1.1, 0.9], "b": [2.0, 2.1, 1.9]}
-
-    def timed(a, b):
-        return {"a": {"timing": {"median_ms": a}}, "b": {"timing": {"median_ms": b}}}
-
-    assert grouping_disagrees(timed(1.05, 1.95), fresh) == ""
-    assert "a: 1.600 ms grouped" in grouping_disagrees(timed(1.6, 2.0), fresh)  # one far off
-    assert "ratios" in grouping_disagrees(timed(1.2, 2.4), fresh)  # all 20% slower
-    assert "1 grouped cells" in grouping_disagrees({"a": timed(1, 2)["a"]}, fresh)
+    fresh = {"a": [1.0, 1.9, 0.9, 1.0], "b": [2.0, 2.1, 3.9, 1.9]}
+    assert grouping_disagrees({"a": [0.95, 1.8], "b": [3.8, 2.0]}, fresh) == ""  # bursts
+    assert "a: grouped" in grouping_disagrees({"a": [1.3, 1.4], "b": [2.0, 2.0]}, fresh)
+    assert "best grouped" in grouping_disagrees({"a": [1.1, 1.2], "b": [2.3, 2.4]}, fresh)
+    assert "best grouped" in grouping_disagrees({"a": [0.7, 0.8], "b": [1.5, 1.6]}, fresh)
+    assert "grouped cells" in grouping_disagrees({"a": [1.0]}, fresh)
 
 
 @pytest.mark.slow
