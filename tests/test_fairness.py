@@ -259,6 +259,7 @@ print(json.dumps(found))
 
 
 @pytest.mark.slow
+@pytest.mark.alone  # max-autotune picks by timing its choices: under load it picked none
 def test_max_autotune_on_the_cpu_picks_its_own_gemm_kernels():
     """Inductor's CPU GEMM templates need frozen weights: without freezing, max-autotune
     chose among nothing but the library's matrix products and compiled as `compile` does."""
