@@ -114,7 +114,8 @@ def test_grouped_and_isolated_cells_agree_within_the_noise(tmp_path):
         for cell, record in group.items():
             grouped.setdefault(cell, []).append(record["timing"]["median_ms"])
     assert len(fresh) == 4 and all(len(f) == 4 for f in fresh.values()), fresh
-    assert not grouping_disagrees(grouped, fresh)
+    problem = grouping_disagrees(grouped, fresh)
+    assert not problem, problem
 
 
 def grouping_disagrees(grouped: dict[str, list[float]], fresh: dict[str, list[float]]) -> str:

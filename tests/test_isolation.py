@@ -84,13 +84,20 @@ def test_a_cell_imports_no_other_framework_nor_unused_libraries(tmp_path, framew
         capture_output=True, text=True, timeout=300,
         env=tool_env(PYTHONPROFILEIMPORTTIME="1"))
     assert done.returncode == 0 and '"status": "ok"' in out.read_text(), done.stderr[-3000:]
-    # A package counts where a module of it took 1 ms or more: an import refused by a
-    # package marked absent leaves a line too, of microseconds.
-    imported = {name.strip().split(".")[0] for line in done.stderr.splitlines()
-                if line.startswith("import time:")
-                for _, cumulative, name in [line[len("import time:"):].split("|")]
-                if cumulative.strip().isdigit() and int(cumulative) >= 1000}
-    own = {package.replace("-", "_") for package in registry.get(framework).distributions}
-    assert "transformers" in imported and own & imported
+    imported = _imported_packages(done.stderr)
+    assert "transformers" in imported and registry.packages(framework) & imported
     unused = registry.unused_imports(framework)
     assert not imported & unused, imported & unused
+
+
+def _imported_packages(profile: str) -> set[str]:
+    """The top-level packages of which a module took 1 ms or more to import, from
+    PYTHONPROFILEIMPORTTIME's lines ("import time: self | cumulative | name"): an import
+    refused by a package marked absent leaves a line too, of microseconds."""
+    packages = set()
+    for line in profile.splitlines():
+        if line.startswith("import time:"):
+            _, cumulative, name = line.split("|")
+            if cumulative.strip().isdigit() and int(cumulative) >= 1000:
+                packages.add(name.strip().split(".")[0])
+    return packages

@@ -43,12 +43,15 @@ def labels() -> dict[str, str]:
     return {framework.name: framework.label for framework in frameworks()}
 
 
+def packages(name: str) -> set[str]:
+    """The import names of framework `name`'s distributions ("_" for "-": tf-keras is
+    tf_keras)."""
+    return {package.replace("-", "_") for package in get(name).distributions}
+
+
 def unused_imports(name: str) -> set[str]:
     """The packages that no cell of framework `name` runs but that transformers, Keras or
-    TensorFlow import whenever they are installed: the other frameworks' (their import
-    names, the distributions' with "_" for "-") and those its declaration lists."""
-    own = {package.replace("-", "_") for package in get(name).distributions}
-    others = {package.replace("-", "_") for framework in frameworks()
-              if framework.name != name for package in framework.distributions}
-    return (others | set(get(name).unused_imports)) - own
-
+    TensorFlow import whenever they are installed: the other frameworks' and those its
+    declaration lists."""
+    others = set().union(*(packages(other) for other in REGISTERED if other != name))
+    return (others | set(get(name).unused_imports)) - packages(name)

@@ -28,9 +28,8 @@ def measure_cells(tasks: list, paths: list[Path], start: float, repeat: int,
     # What transformers, Keras and TensorFlow import whenever it is installed, for code that
     # no cell runs: seconds of every cell's start-up on 2 cores (the other frameworks, SciPy,
     # scikit-learn). Marked absent, they carry on without it.
-    for framework in {task.cell.framework for task in tasks}:
-        for unused in registry.unused_imports(framework):
-            sys.modules.setdefault(unused, None)
+    for unused in registry.unused_imports(tasks[0].cell.framework):  # one per process
+        sys.modules.setdefault(unused, None)
     backend = None
     for position, (task, path) in enumerate(zip(tasks, paths, strict=True)):
         record = new_record(task.cell, task.settings(settings), started=start)
