@@ -271,6 +271,47 @@ def test_jax_generation_copies_every_weight_matrix_in_every_decoding_step():
     assert found["copied"] == found["matrices"] - found["positions"]
 
 
+JAX_BF16_WEIGHTS = """
+import json, re
+import jax, jax.numpy as jnp
+import numpy as np
+from dlbench.catalogue import recipes
+from dlbench.catalogue.models import get_model
+from dlbench.frameworks import load_backend, load_ops
+ops = load_ops(load_backend("jax", "cpu", 1, 1), "generation")
+bf16 = recipes.optimization("generation", "jit-bf16", "jax")
+model = ops.build(get_model("tiny-gpt2"), 0, bf16)
+inputs = ops.inputs(np.random.RandomState(0).randint(0, 100, (1, 8)))
+ops.decoder(model, inputs, 4, bf16).call()
+leaves = jax.tree_util.tree_leaves(model.params)
+matrices = {tuple(w.shape) for w in leaves if w.ndim == 2}
+def converted(params):
+    program = ops._jitted.lower(params, **inputs).compile().as_text()
+    found = re.findall(r'= bf16\\[([\\d,]*)\\]\\S* convert\\(', program)
+    return sorted({d for d in found if tuple(int(n) for n in d.split(",") if n) in matrices})
+as_float32 = jax.tree.map(lambda w: w.astype(jnp.float32), model.params)
+print(json.dumps({"dtypes": sorted({str(w.dtype) for w in leaves}),
+                  "converted": converted(model.params),
+                  "converted_if_float32": converted(as_float32)}))
+"""
+
+
+@pytest.mark.slow  # a real JAX process compiling tiny-gpt2's generation twice (~20 s)
+def test_jax_bf16_generation_casts_its_weights_once_not_at_every_call():
+    """JAX's bf16 generation holds its weights in bfloat16, as PyTorch's model in bfloat16:
+    its compiled generation converts no weight matrix. The same program given float32
+    weights converts them at every call (what the Flax modules' dtype alone would do)."""
+    import json
+
+    done = subprocess.run([sys.executable, "-c", JAX_BF16_WEIGHTS], capture_output=True,
+                          text=True, env=tool_env(), timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["dtypes"] == ["bfloat16"]
+    assert found["converted"] == []
+    assert found["converted_if_float32"]  # the check sees a cast where there is one
+
+
 TF_XLA_PADDING = """
 import json
 import numpy as np
