@@ -67,6 +67,20 @@ def test_the_fastest_right_answer_by_how_much_with_ties(cells):
     assert "scenario" not in answer  # one table per scenario: no column for it
 
 
+def test_an_output_compared_but_not_judged_is_said_so():
+    """A bf16 generation's tokens are compared with the reference but not required to equal
+    them: the answer says so, not 'not checked' (nothing compared) nor ✓."""
+    compared = {"correctness_within_tolerance": None, "correctness_reference": "PyTorch eager",
+                "correctness_share_equal": 0.67}
+    answer = headline.winners(frame(
+        timed("pytorch", "eager-bf16", 10.0, within=None, **compared),
+        timed("tensorflow", "eager", 12.0, within=None)))["inference"]
+    assert answer.loc[0, "correct"] == "compared, not judged"
+    unchecked = headline.winners(frame(timed("pytorch", "eager", 10.0, within=None),
+                                       timed("tensorflow", "eager", 12.0)))["inference"]
+    assert unchecked.loc[0, "correct"] == "not checked"
+
+
 def test_unequal_recipes_are_said_beside_the_verdict(cells):
     """A note where one framework's right answers include a compiled recipe and the
     other's do not; none where both have one, or neither has."""

@@ -45,7 +45,13 @@ def _slower_by(slower, best) -> str:
 
 
 def _correct(row) -> str:
-    return "✓" if row.checked else "not checked"
+    """✓ (checked, right), 'compared, not judged' (an output compared with the reference
+    that its precision does not require to equal it, e.g. bf16's greedy tokens) or 'not
+    checked'."""
+    if row.checked:
+        return "✓"
+    compared = getattr(row, "correctness_reference", None)
+    return "compared, not judged" if isinstance(compared, str) else "not checked"
 
 
 def best_of(name: str) -> str:

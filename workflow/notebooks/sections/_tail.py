@@ -52,8 +52,12 @@ else:
         say(f"**{measured.flagged} of {len(ok)} timed cells are flagged:**")
     else:
         say(f"None of the {len(ok)} timed cells is flagged.")
+    shown = len(measured.table)
     show(measured.table,
-         "Flagged cells" if measured.flagged else "The least stable timed cells first",
+         ("Flagged cells" if measured.flagged == shown else
+          f"The {shown} least stable of the {measured.flagged} flagged cells (every cell's "
+          "flags: results/summary.csv)") if measured.flagged
+         else "The least stable timed cells first",
          left=[c for c in ("cell", "flag") if c in measured.table])
 
 # %% [markdown]

@@ -30,7 +30,9 @@ several = several_devices(df)
 # **Token for token**: in fp32 every generated id must equal PyTorch eager fp32's; a cell
 # that diverged is a wrong answer (✗), its speed does not count. In bf16, greedy decoding may
 # take another token where two logits are within rounding: the share of equal tokens and the
-# first divergence are recorded, not judged.
+# first divergence are recorded, not judged. bf16 is not the same work everywhere: PyTorch's
+# and JAX's weights are bfloat16, TensorFlow's mixed_bfloat16 policy keeps them float32 and
+# casts them at every call.
 
 # %%
 for metric, title in generation.METRICS.items():
@@ -82,7 +84,9 @@ else:
 # every compiled recipe generates once more with a prompt one token shorter, through the same
 # compiled functions, and the table says whether that compiled anew (the number of programs
 # it added: torch.compile's graphs, the tf.function's traces, jax.jit's XLA programs) and how
-# long that call took. Recipes that compile nothing are not listed.
+# long that call took. Recipes that compile nothing are not listed. TensorFlow xla pads the
+# prompt to a multiple of 8 tokens (transformers' XLA recipe): a prompt one token shorter than
+# a multiple of 8 pads to the same shape, so its "no" is the padding at work.
 
 # %%
 recompiled = generation.recompilations(df)
