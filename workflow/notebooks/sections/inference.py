@@ -85,9 +85,11 @@ if df["wrong_answer"].any():
     say("✗ the output is outside the tolerance of its precision (a wrong answer): hover for the "
         "error, and see *Correctness* below.")
 if "flags_reasons" in df and flagged(df).any():
-    say(f"† unstable (IQR above {UNSTABLE_RELATIVE_IQR:.0%} of the median) or measured while "
-        f"the host stole more than {NOISY_STEAL_FRACTION:.0%} of the CPU: hover for the "
-        "reason, and see *Measurement quality* below.")
+    say(f"† flagged by the harness: unstable (IQR above {UNSTABLE_RELATIVE_IQR:.0%} of the "
+        f"median), measured while the host stole more than {NOISY_STEAL_FRACTION:.0%} of the "
+        "CPU or while the machine was busy, its interval not reached, spread between "
+        "processes, or not one graph: hover for the reason, and see *Measurement quality* "
+        "below.")
 
 # %% [markdown]
 # ## Speed-up over eager

@@ -3,9 +3,10 @@ greedy, a fixed number of new tokens, under jax.jit with the weights as argument
 XLA compiles the prompt and every decoding step into one program at the first call), in
 fp32 or in bfloat16: the weights cast once, as PyTorch's model in bfloat16, and the Flax
 modules computing in it (left in float32, the modules cast every weight at every call:
-`bench/bf16_weights.py`, distilgpt2 b1 p32, 32 new tokens, 140 ms to the first token
-against 106 ms, 628 ms a generation against 603 ms). Generation is one compiled call: the
-first token is timed by the prompt's forward pass and its greedy choice, jitted alike.
+`bench/bf16_weights.py`, distilgpt2 b1 p32, 32 new tokens, two runs: 134-140 ms to the
+first token against 104-106 ms, a generation 0.5-4% slower). Generation is one compiled
+call: the first token is timed by the prompt's forward pass and its greedy choice, jitted
+alike.
 
 On a CPU the time per token is dominated by copies, not by the cache's arithmetic: the Flax
 GPT-2 module transposes every weight matrix in every forward pass (FlaxConv1D's
