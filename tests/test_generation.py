@@ -152,6 +152,9 @@ def test_one_cell_per_framework_generates_the_reference_ids(tmp_path, shared, fr
     record = run_cell(tmp_path / "cell.json", shared, framework, optimization)
     assert record["status"] == "ok", record["reason"]
     generation, correctness = record["generation"], record["correctness"]
+    # transformers' GPT-2: SDPA in PyTorch, the explicit attention in the others' classes
+    assert record["attention"]["implementation"] == ("sdpa" if framework == "pytorch"
+                                                     else "eager")
     assert correctness["within_tolerance"] is True and correctness["share_equal"] == 1.0
     assert generation["new_tokens"] == NEW and generation["first_token_ms"] > 0
     assert record["throughput"]["tokens_per_s"] == pytest.approx(

@@ -69,6 +69,8 @@ def test_the_summary_and_the_report_show_the_generation(workflow_run):
                  if heading == "Token for token against the reference")
     assert len(check) == 1 + 4 and all("✓ equal" in row for row in check[1:])
     assert "Generation" in html  # the answer-first table has the scenario
+    # PyTorch's SDPA against TensorFlow's explicit attention: said beside the verdict.
+    assert "⚠ unequal attention: PyTorch sdpa; TensorFlow eager" in html
     # TensorFlow xla, the one compiled recipe: its prompt of 7 tokens after 8 (padded to 8)
     recompiled = next(rows for heading, rows in report_html.tables(html)
                       if heading == "Compilations across prompt lengths")

@@ -167,7 +167,8 @@ class Generation(Scenario):
         Axis("new_tokens", "new_tokens", "n", "new tokens generated per prompt (at least 2)"),
     )
     summary_sections = {"throughput": "", "correctness": "correctness_",
-                        "generation": "generation_", "compilation": "compilation_"}
+                        "attention": "attention_", "generation": "generation_",
+                        "compilation": "compilation_"}
 
     def models(self) -> list[str]:
         return list(MODELS)
@@ -237,6 +238,7 @@ class Generation(Scenario):
             memory.set_device(backend.memory_counters())
         try:
             model = ops.build(spec, settings["seed"], optimization, weights)
+            attention = ops.attention(model)
             prompt_inputs = ops.inputs(ids)
             start = time.perf_counter()
             decoder = ops.decoder(model, prompt_inputs, new, optimization)
@@ -283,6 +285,7 @@ class Generation(Scenario):
                              "description": optimization.description},
             "timing": {"prepare_s": prepare_s, "compile_s": compile_s, **timing},
             "throughput": throughput(cell, timing["median_ms"]),
+            "attention": attention,
             "generation": {
                 "how": decoder.how, "decoding": "greedy", "new_tokens": new,
                 "prompt_length": prompt, "batch": batch,
@@ -335,6 +338,14 @@ class Generation(Scenario):
         schema["properties"] = {
             "throughput": THROUGHPUT_SCHEMA,
             "compilation": COMPILATION_SCHEMA,
+            "attention": {
+                "type": "object",
+                "description": "transformers' attention implementation that ran (the answer "
+                               "says where the frameworks' differ)",
+                "required": ["implementation"],
+                "properties": {"implementation": {"type": "string"},
+                               "implementation_of": {"type": "string"}},
+            },
             "correctness": {
                 "type": ["object", "null"],
                 "description": "the generated ids against the reference's (PyTorch eager "

@@ -67,6 +67,11 @@ class GenerationOps(Protocol):
         """The generated token ids of a call's output (batch × new tokens), on the host."""
         ...
 
+    def attention(self, model: Any) -> dict:
+        """The attention that runs: transformers' implementation (`sdpa`, `eager`: the
+        explicit matmul-softmax-matmul) and whose classes implement it."""
+        ...
+
     def compilation(self) -> dict | None:
         """The compiler's graphs, breaks and recompilations of the cell (None: none)."""
         ...

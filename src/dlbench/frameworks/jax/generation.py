@@ -94,6 +94,9 @@ class JaxGeneration:
     def new_ids(self, output, prompt_length: int) -> np.ndarray:
         return np.asarray(output[:, prompt_length:]).astype(np.int64)
 
+    def attention(self, model: Model) -> dict:
+        return {"implementation": "eager", "implementation_of": "transformers (Flax classes)"}
+
     def compilation(self) -> None:
         return None
 

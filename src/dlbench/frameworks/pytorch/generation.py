@@ -141,6 +141,10 @@ class PyTorchGeneration:
     def new_ids(self, output: torch.Tensor, prompt_length: int) -> np.ndarray:
         return output[:, prompt_length:].cpu().numpy()
 
+    def attention(self, model: torch.nn.Module) -> dict:
+        return {"implementation": model.config._attn_implementation,
+                "implementation_of": "transformers (PyTorch classes)"}
+
     def compilation(self) -> dict | None:
         """torch.compile's graphs, breaks and recompilations of the cell, and the
         recompilations after the first and after the second generation (the prompt's and

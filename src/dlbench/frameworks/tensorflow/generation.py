@@ -165,6 +165,9 @@ class TensorFlowGeneration:
         start = prompt_length if self._start is None else self._start  # after the padding
         return output[:, start:].numpy().astype(np.int64)
 
+    def attention(self, model) -> dict:
+        return {"implementation": "eager", "implementation_of": "transformers (TensorFlow classes)"}
+
     def compilation(self) -> None:
         return None
 
