@@ -53,12 +53,14 @@ else:
     else:
         say(f"None of the {len(ok)} timed cells is flagged.")
     shown = len(measured.table)
-    show(measured.table,
-         ("Flagged cells" if measured.flagged == shown else
-          f"The {shown} least stable of the {measured.flagged} flagged cells (every cell's "
-          "flags: results/summary.csv)") if measured.flagged
-         else "The least stable timed cells first",
-         left=[c for c in ("cell", "flag") if c in measured.table])
+    if not measured.flagged:
+        title = "The least stable timed cells first"
+    elif measured.flagged == shown:
+        title = "Flagged cells"
+    else:
+        title = (f"The {shown} least stable of the {measured.flagged} flagged cells (every "
+                 "cell's flags: results/summary.csv)")
+    show(measured.table, title, left=[c for c in ("cell", "flag") if c in measured.table])
 
 # %% [markdown]
 # ## Start-up cost

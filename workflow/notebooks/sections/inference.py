@@ -23,7 +23,6 @@ from dlbench.analysis.flags import flagged
 from dlbench.analysis.summary import group_keys, load, of_scenario, scenarios, several_devices
 from dlbench.analysis.summary import timed as timed_cells
 from dlbench.catalogue.precisions import PRECISIONS
-from dlbench.measure.flags import NOISY_STEAL_FRACTION, UNSTABLE_RELATIVE_IQR
 from dlbench.report.display import say, show
 from dlbench.report.format import blank_repeats, framework_name, md_text
 
@@ -85,11 +84,9 @@ if df["wrong_answer"].any():
     say("✗ the output is outside the tolerance of its precision (a wrong answer): hover for the "
         "error, and see *Correctness* below.")
 if "flags_reasons" in df and flagged(df).any():
-    say(f"† flagged by the harness: unstable (IQR above {UNSTABLE_RELATIVE_IQR:.0%} of the "
-        f"median), measured while the host stole more than {NOISY_STEAL_FRACTION:.0%} of the "
-        "CPU or while the machine was busy, its interval not reached, spread between "
-        "processes, or not one graph: hover for the reason, and see *Measurement quality* "
-        "below.")
+    # Any flag: *Measurement quality* says what each means, so no list here to drift.
+    say("† flagged by the harness: hover for the reason, and see *Measurement quality* "
+        "below for what each flag means.")
 
 # %% [markdown]
 # ## Speed-up over eager

@@ -49,7 +49,7 @@ class JaxGeneration:
             config, seed=seed, dtype=dtype, _do_init=weights is None)
         params = (flax_model.params if weights is None
                   else _load_pytorch_weights(flax_model, Path(weights)))
-        if dtype != jnp.float32:  # cast once (Flax's to_bf16), not by the modules every call
+        if dtype != jnp.float32:  # cast once (as Flax's to_bf16), not by the modules every call
             params = jax.tree.map(lambda w: w.astype(dtype), params)
         params = jax.block_until_ready(jax.device_put(params, self.backend.device))
         return Model(flax_model, params)
