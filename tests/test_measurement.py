@@ -165,6 +165,7 @@ def coverage_of_median_ci(n: int) -> float:
 def test_default_iterations_give_a_95_percent_interval(path):
     """With 5 iterations the interval is [min, max] and covers 94%: the defaults (the
     schema's and every shipped matrix's) must give one that covers at least 95%."""
+    # The file's measurement block alone: a preset whole may need a data path to validate.
     given = yaml.safe_load(path.read_text()).get("measurement", {}) if path else {}
     measurement = config.validate({**TINY_CONFIG, "measurement": given})["measurement"]
     assert coverage_of_median_ci(measurement["min_iterations"]) >= 0.95
