@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from dlbench.frameworks import registry
+from dlbench.measure import peak
 from tests.conftest import tool_env
 
 
@@ -101,3 +102,29 @@ def _imported_packages(profile: str) -> set[str]:
             if cumulative.strip().isdigit() and int(cumulative) >= 1000:
                 packages.add(name.strip().split(".")[0])
     return packages
+
+
+def _peak_job(framework: str, out) -> list[str]:
+    library = next(key for key, lib in peak.LIBRARIES.items()
+                   if lib.framework == framework and lib.default)
+    return ["-m", "dlbench", "peak", "--device=cpu", "--precision=fp32", "--threads=2",
+            f"--library={library}", "--seconds=0.05", "--size=64", f"--out={out}"]
+
+
+@pytest.mark.parametrize("job,framework", [
+    ("reference", registry.REFERENCE_FRAMEWORK),
+    *(("peak", framework) for framework in registry.REGISTERED)])
+def test_the_workflows_other_jobs_of_one_framework_import_nothing_unused(tmp_path, job,
+                                                                         framework):
+    """The reference weights (PyTorch's) and a peak library's GEMMs, as the workflow's rules
+    run them: one framework a process, as a cell's, and none of its unused imports."""
+    out = tmp_path / ("model.safetensors" if job == "reference" else "peak.json")
+    args = (["-m", "dlbench.reference", "weights", "--model=tiny-bert", "--seed=0",
+             "--threads=2", f"--out={out}"] if job == "reference" else _peak_job(framework, out))
+    done = subprocess.run([sys.executable, *args], capture_output=True, text=True,
+                          timeout=300, env=tool_env(PYTHONPROFILEIMPORTTIME="1"))
+    assert done.returncode == 0 and out.exists(), done.stderr[-3000:]
+    imported = _imported_packages(done.stderr)
+    assert registry.packages(framework) & imported
+    assert not imported & registry.unused_imports(framework), \
+        imported & registry.unused_imports(framework)

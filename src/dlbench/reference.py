@@ -39,8 +39,10 @@ def _ops(threads: int) -> "ReferenceOps":
     """The reference framework's (PyTorch's) inference operations on the CPU (once per
     process: thread pools are set only once)."""
     env.set_thread_variables(threads)
-    from dlbench.frameworks import load_backend, load_ops
+    from dlbench.frameworks import load_backend, load_ops, registry
     from dlbench.frameworks.registry import REFERENCE_FRAMEWORK
+
+    registry.leave_out_unused_imports(REFERENCE_FRAMEWORK)
 
     ops = load_ops(load_backend(REFERENCE_FRAMEWORK, "cpu", threads, 1), "inference")
     return cast("ReferenceOps", ops)  # it writes the shared weights, too (a test checks)

@@ -2,7 +2,6 @@
 one after the other, each by its scenario, writing each record as soon as it is done."""
 
 import gc
-import sys
 import time
 import traceback
 from functools import partial
@@ -25,11 +24,8 @@ def measure_cells(tasks: list, paths: list[Path], start: float, repeat: int,
     the cells' fresh processes this is (training seeds each one differently)."""
     # Thread pools read these when the framework loads; Snakemake's values must not win.
     env.set_thread_variables(settings["threads"])
-    # What transformers, Keras and TensorFlow import whenever it is installed, for code that
-    # no cell runs: seconds of every cell's start-up on 2 cores (the other frameworks, SciPy,
-    # scikit-learn). Marked absent, they carry on without it.
-    for unused in registry.unused_imports(tasks[0].cell.framework):  # one per process
-        sys.modules.setdefault(unused, None)
+    # The other frameworks, SciPy, scikit-learn: imported for code that no cell runs.
+    registry.leave_out_unused_imports(tasks[0].cell.framework)  # one per process
     backend = None
     for position, (task, path) in enumerate(zip(tasks, paths, strict=True)):
         record = new_record(task.cell, task.settings(settings), started=start)

@@ -78,9 +78,10 @@ def default_sizes(device: str, threads: int) -> tuple[int, ...]:
 
 def measure_library(library: str, device: str, precision: str, threads: int,
                     seconds: float = 2.0, sizes: tuple[int, ...] | None = None) -> dict:
-    """One library's record in this process (see the module)."""
+    """One library's record in this process (see the module), which runs no other."""
     lib = LIBRARIES[library]
     env.set_thread_variables(threads)
+    registry.leave_out_unused_imports(lib.framework)
     from dlbench.frameworks import load_backend
 
     backend = load_backend(lib.framework, device, threads, 1)
