@@ -53,17 +53,19 @@ def test_a_second_run_on_the_same_results_folder_is_refused(tmp_path, measured_o
     # each working directory, does not see it (without dlbench's lock, the second run
     # measured the first's cells again, deleting their files under it).
     (second_dir / "results").symlink_to(first_dir / "results")
-    # One timed cell (and an unsupported one) of at least 40 s: the first run is still busy
-    # after the four refused runs below, whose Snakemake each takes seconds to start on 2
-    # busy cores (at 6 s a cell, with the references already measured, it had ended).
+    # One timed cell (and an unsupported one) that holds, without using the CPU, until the
+    # four refused runs below are done, whose Snakemake each takes seconds to start on 2
+    # busy cores (a timed cell of 40 s did this, at 40 s of CPU).
     slow = {**SMALL, "frameworks": ["pytorch"],
-            "measurement": {**SMALL["measurement"], "min_duration_s": 40}}
+            "measurement": {**SMALL["measurement"], "timeout_s": 300}}
+    release = tmp_path / "release"
     (first_dir / "config.yaml").write_text(yaml.safe_dump(slow))
     first = subprocess.Popen(
         [str(BIN / "snakemake"), "--snakefile", str(REPO / "Snakefile"), "--directory",
          str(first_dir), "--configfile", str(first_dir / "config.yaml"), *PROFILE,
          "--cores", "2"],
-        env=tool_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        env=tool_env(DLBENCH_TEST_FAULT="hold", DLBENCH_TEST_RELEASE=str(release)),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lock_file = first_dir / paths.RUN_LOCK
     deadline = time.monotonic() + 120
     while not (lock_file.exists() and lock_file.read_text()) and time.monotonic() < deadline:
@@ -84,6 +86,7 @@ def test_a_second_run_on_the_same_results_folder_is_refused(tmp_path, measured_o
         assert f"the results folder {first_dir / 'results'} is {holder}" in other.stderr
         assert first.poll() is None  # the refusals came while the first run was busy
     finally:
+        release.touch()
         output, _ = first.communicate(timeout=600)
 
     assert first.returncode == 0, output[-3000:]  # the first run lost nothing

@@ -4,7 +4,9 @@ pipeline, for the tests of the bottleneck verdict).
 Only the environment variable DLBENCH_TEST_FAULT turns one on (no config key reaches
 this): "<kind>" for every measured cell, or "<kind>@<regex>" for the cells whose id
 matches. Kinds: raise, oom (allocate without limit), crash (segfault), kill (SIGKILL),
-hang (sleep past any time limit); and faults of a training cell's input pipeline, which
+hang (sleep past any time limit), hold (wait, without using the CPU, until the file named
+by DLBENCH_TEST_RELEASE exists, then measure as usual: a run kept busy for as long as a
+test needs); and faults of a training cell's input pipeline, which
 strike when it has read a few batches of images (LOADER_IMAGES): kill-loader (a PyTorch
 DataLoader worker SIGKILLs itself), oom-loader (a DataLoader worker allocates until the
 supervisor's memory guard stops the cell), vanish-file and corrupt-file (TensorFlow: the
@@ -25,7 +27,8 @@ import signal
 import time
 
 VARIABLE = "DLBENCH_TEST_FAULT"
-KINDS = ("raise", "oom", "crash", "kill", "hang")
+KINDS = ("raise", "oom", "crash", "kill", "hang", "hold")
+RELEASE_VARIABLE = "DLBENCH_TEST_RELEASE"  # the file that ends a hold
 # Done by the cell's input pipeline, not at the cell's start: inject() only arms them.
 PIPELINE_KINDS = ("kill-loader", "oom-loader", "vanish-file", "corrupt-file")
 # Done by a generation cell's decoding loop: armed the same way.
@@ -75,6 +78,10 @@ def inject(cell_id: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
     if kind == "hang":
         time.sleep(10**6)
+    if kind == "hold":
+        while not os.path.exists(os.environ[RELEASE_VARIABLE]):
+            time.sleep(0.1)
+        return
     known = ", ".join(KINDS + PIPELINE_KINDS + GENERATION_KINDS)
     raise ValueError(f"{VARIABLE}={spec!r}: unknown fault kind; known: {known}")
 
