@@ -214,18 +214,25 @@ def pytest_runtest_protocol(item, nextitem):
 
 
 # The longest modules first (`--dist loadscope` hands out whole modules in the order of the
-# collection): with the short ones last, the two workers end together instead of one
-# finishing a long module alone. In order of their time in a full run on 2026-11-26 (s: 328,
-# ~290 with the tiny CNN, 231, 220, 171, 163, 159, 120, 110, 100, 95, 89); the others follow
-# by name.
-LONGEST_FIRST = ("test_faults", "test_training", "test_optimizations", "test_slurm",
-                 "test_generation", "test_grouping", "test_train_step_run", "test_fairness",
-                 "test_bottleneck", "test_pipelines", "test_presets", "test_compare")
+# collection, as pyproject.toml's --no-loadscope-reorder keeps it; by default pytest-xdist
+# sorts them by their number of tests instead): with the short ones last, the two workers
+# end together instead of one finishing a long module alone. In order of their time in a
+# full run on 2026-11-26 (s: 232, 231, 151, 111, 105, 101, 99, 85, 82, 74, 64, 60, 57, 53,
+# 52, 47, 42); the others follow by name.
+LONGEST_FIRST = ("test_training", "test_faults", "test_optimizations", "test_generation",
+                 "test_grouping", "test_train_step_run", "test_fairness", "test_measurement",
+                 "test_compare", "test_pipelines", "test_presets", "test_slurm",
+                 "test_bottleneck", "test_isolation", "test_run_lock", "test_disk_full",
+                 "test_train_step_workflow")
 
 
 def pytest_collection_modifyitems(items):
-    def rank(item) -> int:
+    """Modules in the order of LONGEST_FIRST; in each, its `alone` tests first, so that
+    the machine is cleared for them once per module (the exclusive lock is kept from one
+    `alone` test to the next), not once per test."""
+    def rank(item) -> tuple[int, str, bool]:
         name = item.module.__name__.rsplit(".", 1)[-1]
-        return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
+        module = LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
+        return module, name, not _is_alone(item)
 
-    items.sort(key=rank)  # stable: each module's tests keep their order
+    items.sort(key=rank)  # stable: the other tests keep their order
