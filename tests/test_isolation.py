@@ -112,15 +112,23 @@ def _peak_job(framework: str, out) -> list[str]:
 
 
 @pytest.mark.parametrize("job,framework", [
-    ("reference", registry.REFERENCE_FRAMEWORK),
+    ("reference", registry.REFERENCE_FRAMEWORK), ("generation", registry.REFERENCE_FRAMEWORK),
     *(("peak", framework) for framework in registry.REGISTERED)])
 def test_the_workflows_other_jobs_of_one_framework_import_nothing_unused(tmp_path, job,
                                                                          framework):
-    """The reference weights (PyTorch's) and a peak library's GEMMs, as the workflow's rules
-    run them: one framework a process, as a cell's, and none of its unused imports."""
-    out = tmp_path / ("model.safetensors" if job == "reference" else "peak.json")
-    args = (["-m", "dlbench.reference", "weights", "--model=tiny-bert", "--seed=0",
-             "--threads=2", f"--out={out}"] if job == "reference" else _peak_job(framework, out))
+    """The reference weights and generation (PyTorch's) and a peak library's GEMMs, as the
+    workflow's rules run them: one framework a process, as a cell's, and none of its unused
+    imports."""
+    weights = tmp_path / "model.safetensors"
+    reference = ["-m", "dlbench.reference", "weights", "--model=tiny-gpt2", "--seed=0",
+                 "--threads=2", f"--out={weights}"]
+    out = {"reference": weights, "generation": tmp_path / "ids.npz"}.get(job, tmp_path / "p")
+    if job == "generation":  # from the weights, made first
+        assert subprocess.run([sys.executable, *reference], env=tool_env()).returncode == 0
+        reference = ["-m", "dlbench.reference", "generation", "--model=tiny-gpt2",
+                     "--batch=1", "--seqlen=4", "--new-tokens=2", f"--weights={weights}",
+                     f"--out={out}"]
+    args = _peak_job(framework, out) if job == "peak" else reference
     done = subprocess.run([sys.executable, *args], capture_output=True, text=True,
                           timeout=300, env=tool_env(PYTHONPROFILEIMPORTTIME="1"))
     assert done.returncode == 0 and out.exists(), done.stderr[-3000:]

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, cast
 
 from dlbench.catalogue import recipes
 from dlbench.catalogue.models import MODELS, get_model
+from dlbench.frameworks import registry
 from dlbench.measure import env
 from dlbench.run import devices
 
@@ -39,10 +40,8 @@ def _ops(threads: int) -> "ReferenceOps":
     """The reference framework's (PyTorch's) inference operations on the CPU (once per
     process: thread pools are set only once)."""
     env.set_thread_variables(threads)
-    from dlbench.frameworks import load_backend, load_ops, registry
+    from dlbench.frameworks import load_backend, load_ops
     from dlbench.frameworks.registry import REFERENCE_FRAMEWORK
-
-    registry.leave_out_unused_imports(REFERENCE_FRAMEWORK)
 
     ops = load_ops(load_backend(REFERENCE_FRAMEWORK, "cpu", threads, 1), "inference")
     return cast("ReferenceOps", ops)  # it writes the shared weights, too (a test checks)
@@ -102,6 +101,8 @@ def main(argv: list[str] | None = None) -> int:
             sub.add_argument("--new-tokens", required=True, type=int)
     args = parser.parse_args(argv)
     start = time.perf_counter()
+    # A process of the reference framework alone.
+    registry.leave_out_unused_imports(registry.REFERENCE_FRAMEWORK)
     if args.command == "weights":
         write_weights(args.model, args.seed, args.out, args.threads)
     elif args.command == "generation":
