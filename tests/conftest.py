@@ -183,6 +183,26 @@ def shared_tmp(tmp_path_factory) -> Path:
 
 _held: dict[str, object] = {}  # the exclusive lock's open files while `alone` tests run
 
+# PyTorch's OpenMP threads (libgomp) spin at every barrier, ~300,000 turns, before they
+# sleep. Two 2-thread cells of the two workers on 2 cores: a spinning thread holds the core
+# that its partner needs, and tiny-bert's forward of 0.3 ms took 140 ms in 4 of 6 pairs of
+# overlapping cells here, both cores spinning (a planted 20-ms slowdown was lost in it).
+# Beside another test, the threads sleep at once instead (OMP_WAIT_POLICY=PASSIVE: 0.48 ms
+# overlapped); an `alone` test runs as users do, with the default (TensorFlow's and JAX's
+# thread pools did not slow down overlapped).
+WAIT_POLICY = "OMP_WAIT_POLICY"
+_users_wait_policy = os.environ.get(WAIT_POLICY)
+
+
+def _wait_policy(alone: bool) -> None:
+    """The OpenMP wait policy of the subprocesses that a test starts."""
+    if not alone:
+        os.environ[WAIT_POLICY] = "PASSIVE"
+    elif _users_wait_policy is None:
+        os.environ.pop(WAIT_POLICY, None)
+    else:
+        os.environ[WAIT_POLICY] = _users_wait_policy
+
 
 def _is_alone(item) -> bool:
     return item is not None and item.get_closest_marker("alone") is not None
@@ -197,6 +217,7 @@ def pytest_runtest_protocol(item, nextitem):
     folder = Path(os.environ.get("TMPDIR", "/tmp")) / f"dlbench-tests-{run}"
     folder.mkdir(exist_ok=True)
     alone = _is_alone(item)
+    _wait_policy(alone)
     if alone and _held:  # the previous test was `alone` too and kept the machine
         yield
     else:
@@ -213,26 +234,28 @@ def pytest_runtest_protocol(item, nextitem):
     _held.clear()
 
 
-# The longest modules first (`--dist loadscope` hands out whole modules in the order of the
-# collection, as pyproject.toml's --no-loadscope-reorder keeps it; by default pytest-xdist
-# sorts them by their number of tests instead): with the short ones last, the two workers
-# end together instead of one finishing a long module alone. In order of their time in a
-# full run on 2026-11-26 (s: 232, 231, 151, 111, 105, 101, 99, 85, 82, 74, 64, 60, 57, 53,
-# 52, 47, 42); the others follow by name.
-LONGEST_FIRST = ("test_training", "test_faults", "test_optimizations", "test_generation",
-                 "test_grouping", "test_train_step_run", "test_fairness", "test_measurement",
-                 "test_compare", "test_pipelines", "test_presets", "test_slurm",
-                 "test_bottleneck", "test_isolation", "test_run_lock", "test_disk_full",
-                 "test_train_step_workflow")
+# The order in which `--dist loadscope` hands out whole modules (the collection's, which
+# pyproject.toml's --no-loadscope-reorder keeps; by default pytest-xdist sorts them by their
+# number of tests). First the modules with `alone` tests, each module's `alone` tests first:
+# an `alone` test waits for the other worker's test in progress, and at the start that is
+# another `alone` test or a short one, not a workflow of minutes (after the SLURM test's,
+# one waited 130 s). Then the longest first, so that the two workers end together instead
+# of one finishing a long module alone. Their time in a full run on 2026-11-26 (s): 100,
+# 98, 49, 18, 57 | 230, 207, 126, 103, 99, 54, 50, 13 (163 waiting for SLURM), 45, 39, 39;
+# the others follow by name.
+ORDER = ("test_grouping", "test_fairness", "test_bottleneck", "test_measurement",
+         "test_compare",
+         "test_faults", "test_training", "test_optimizations", "test_train_step_run",
+         "test_generation", "test_pipelines", "test_presets", "test_slurm",
+         "test_train_step_workflow", "test_disk_full", "test_isolation")
 
 
 def pytest_collection_modifyitems(items):
-    """Modules in the order of LONGEST_FIRST; in each, its `alone` tests first, so that
-    the machine is cleared for them once per module (the exclusive lock is kept from one
-    `alone` test to the next), not once per test."""
+    """Modules in ORDER's order, in each its `alone` tests first, so that the machine is
+    cleared for them once per module (the exclusive lock is kept from one `alone` test to
+    the next), not once per test."""
     def rank(item) -> tuple[int, str, bool]:
         name = item.module.__name__.rsplit(".", 1)[-1]
-        module = LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
-        return module, name, not _is_alone(item)
+        return ORDER.index(name) if name in ORDER else len(ORDER), name, not _is_alone(item)
 
     items.sort(key=rank)  # stable: the other tests keep their order
