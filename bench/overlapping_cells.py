@@ -1,10 +1,12 @@
-"""Two cells measured at the same time on one machine, as the two test workers' cells are:
-each `dlbench run` of tiny-bert, eager, batch 1, length 8, with as many threads as the
-machine has cores, a fixed number of timed iterations; in pairs started together, under
-OpenMP's default wait policy and under OMP_WAIT_POLICY=PASSIVE, alternated; and each
-policy alone once.
+"""Two cells measured at the same time on one machine, with and without OpenMP's spinning.
+
+As the two test workers' cells are: each `dlbench run` of tiny-bert, eager, batch 1,
+length 8, with as many threads as the machine has cores, a fixed number of timed
+iterations; in pairs started together, under OpenMP's default wait policy and under
+OMP_WAIT_POLICY=PASSIVE, alternated; and each policy alone once.
 
     .venv/bin/python bench/overlapping_cells.py [--framework pytorch] [--pairs 3]
+                                                [--iterations 300]
 
 Prints each cell's median and each pair's wall and CPU time. On a 2-core AMD EPYC
 (2026-11-26), PyTorch's tiny-bert alone: 0.295 ms (default), 1.35 ms (passive); in pairs,
@@ -42,7 +44,8 @@ def cell(out: Path, lock_dir: Path, policy: str | None) -> subprocess.Popen:
          "--model=tiny-bert", "--device=cpu", "--batch=1", "--seqlen=8",
          "--optimization=eager", "--warmup-iterations=1", "--min-duration-s=0.01",
          f"--min-iterations={args.iterations}", "--target-ci=0", f"--threads={THREADS}",
-         f"--out={out}"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+         f"--out={out}"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        text=True)
 
 
 def run(cells: int, policy: str | None, folder: Path) -> str:
@@ -50,7 +53,9 @@ def run(cells: int, policy: str | None, folder: Path) -> str:
     start = time.perf_counter()
     outs = [folder / f"{policy}-{i}.json" for i in range(cells)]
     for process in [cell(out, folder / f"lock{i}", policy) for i, out in enumerate(outs)]:
-        process.wait()
+        _, stderr = process.communicate()
+        if process.returncode != 0:
+            sys.exit(f"a cell failed (exit {process.returncode}):\n{stderr[-3000:]}")
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime

@@ -185,18 +185,19 @@ _held: dict[str, object] = {}  # the exclusive lock's open files while `alone` t
 
 # PyTorch's OpenMP threads (libgomp) spin at every barrier, ~300,000 turns, before they
 # sleep. Two 2-thread cells of the two workers on 2 cores: a spinning thread holds the core
-# that its partner needs, and tiny-bert's forward of 0.3 ms took 140 ms in 4 of 6 pairs of
-# overlapping cells here, both cores spinning (a planted 20-ms slowdown was lost in it).
-# Beside another test, the threads sleep at once instead (OMP_WAIT_POLICY=PASSIVE: 0.48 ms
-# overlapped); an `alone` test runs as users do, with the default (TensorFlow's and JAX's
-# thread pools did not slow down overlapped).
+# that its partner needs, and tiny-bert's forward of 0.3 ms took 141-144 ms in 3 of 3 pairs
+# of overlapping cells here (bench/overlapping_cells.py), both cores spinning (a planted
+# 20-ms slowdown was lost in it). Beside another test, the threads sleep at once instead
+# (OMP_WAIT_POLICY=PASSIVE: 0.45-1.26 ms overlapped); an `alone` test, and any test of a
+# run with one worker, runs as users do, with the default (TensorFlow's and JAX's thread
+# pools did not slow down overlapped).
 WAIT_POLICY = "OMP_WAIT_POLICY"
 _users_wait_policy = os.environ.get(WAIT_POLICY)
 
 
 def _wait_policy(alone: bool) -> None:
     """The OpenMP wait policy of the subprocesses that a test starts."""
-    if not alone:
+    if not alone and int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
         os.environ[WAIT_POLICY] = "PASSIVE"
     elif _users_wait_policy is None:
         os.environ.pop(WAIT_POLICY, None)
@@ -240,9 +241,10 @@ def pytest_runtest_protocol(item, nextitem):
 # an `alone` test waits for the other worker's test in progress, and at the start that is
 # another `alone` test or a short one, not a workflow of minutes (after the SLURM test's,
 # one waited 130 s). Then the longest first, so that the two workers end together instead
-# of one finishing a long module alone. Their time in a full run on 2026-11-26 (s): 100,
-# 98, 49, 18, 57 | 230, 207, 126, 103, 99, 54, 50, 13 (163 waiting for SLURM), 45, 39, 39;
-# the others follow by name.
+# of one finishing a long module alone (the SLURM test's 150 s are mostly waiting for the
+# executor's status checks: it goes where the other worker still has long modules). Their
+# time in a full run on 2026-11-26 (s): 100, 98, 49, 18, 57 | 230, 207, 126, 103, 99, 54,
+# 50, 13 (163 waiting for SLURM), 45, 39, 39; the others follow by name.
 ORDER = ("test_grouping", "test_fairness", "test_bottleneck", "test_measurement",
          "test_compare",
          "test_faults", "test_training", "test_optimizations", "test_train_step_run",

@@ -111,24 +111,31 @@ def _peak_job(framework: str, out) -> list[str]:
             f"--library={library}", "--seconds=0.05", "--size=64", f"--out={out}"]
 
 
+def _reference_job(job: str, weights, out) -> list[str]:
+    """A reference rule's command: weights, or an output or generation from weights."""
+    if job == "weights":
+        return ["-m", "dlbench.reference", "weights", "--model=tiny-gpt2", "--seed=0",
+                "--threads=2", f"--out={weights}"]
+    sizes = ["--seqlen=4", "--new-tokens=2"] if job == "generation" else ["--seqlen=8"]
+    return ["-m", "dlbench.reference", job, "--model=tiny-gpt2", "--batch=1", *sizes,
+            f"--weights={weights}", f"--out={out}"]
+
+
 @pytest.mark.parametrize("job,framework", [
-    ("reference", registry.REFERENCE_FRAMEWORK), ("generation", registry.REFERENCE_FRAMEWORK),
+    *((job, registry.REFERENCE_FRAMEWORK) for job in ("weights", "output", "generation")),
     *(("peak", framework) for framework in registry.REGISTERED)])
 def test_the_workflows_other_jobs_of_one_framework_import_nothing_unused(tmp_path, job,
                                                                          framework):
-    """The reference weights and generation (PyTorch's) and a peak library's GEMMs, as the
-    workflow's rules run them: one framework a process, as a cell's, and none of its unused
-    imports."""
+    """The reference weights, output and generation (PyTorch's) and a peak library's GEMMs,
+    as the workflow's rules run them: one framework a process, as a cell's, and none of its
+    unused imports."""
     weights = tmp_path / "model.safetensors"
-    reference = ["-m", "dlbench.reference", "weights", "--model=tiny-gpt2", "--seed=0",
-                 "--threads=2", f"--out={weights}"]
-    out = {"reference": weights, "generation": tmp_path / "ids.npz"}.get(job, tmp_path / "p")
-    if job == "generation":  # from the weights, made first
-        assert subprocess.run([sys.executable, *reference], env=tool_env()).returncode == 0
-        reference = ["-m", "dlbench.reference", "generation", "--model=tiny-gpt2",
-                     "--batch=1", "--seqlen=4", "--new-tokens=2", f"--weights={weights}",
-                     f"--out={out}"]
-    args = _peak_job(framework, out) if job == "peak" else reference
+    out = weights if job == "weights" else tmp_path / "out"
+    if job in ("output", "generation"):  # from the weights, made first
+        made = subprocess.run([sys.executable, *_reference_job("weights", weights, None)],
+                              capture_output=True, text=True, timeout=300, env=tool_env())
+        assert made.returncode == 0, made.stderr[-3000:]
+    args = _peak_job(framework, out) if job == "peak" else _reference_job(job, weights, out)
     done = subprocess.run([sys.executable, *args], capture_output=True, text=True,
                           timeout=300, env=tool_env(PYTHONPROFILEIMPORTTIME="1"))
     assert done.returncode == 0 and out.exists(), done.stderr[-3000:]

@@ -79,7 +79,10 @@ def inject(cell_id: str) -> None:
     if kind == "hang":
         time.sleep(10**6)
     if kind == "hold":
-        while not os.path.exists(os.environ[RELEASE_VARIABLE]):
+        release = os.environ.get(RELEASE_VARIABLE)
+        if not release:
+            raise ValueError(f"{VARIABLE}=hold needs {RELEASE_VARIABLE}: the file that ends it")
+        while not os.path.exists(release):
             time.sleep(0.1)
         return
     known = ", ".join(KINDS + PIPELINE_KINDS + GENERATION_KINDS)
