@@ -85,10 +85,17 @@ def test_a_cell_imports_no_other_framework_nor_unused_libraries(tmp_path, framew
         capture_output=True, text=True, timeout=300,
         env=tool_env(PYTHONPROFILEIMPORTTIME="1"))
     assert done.returncode == 0 and '"status": "ok"' in out.read_text(), done.stderr[-3000:]
-    imported = _imported_packages(done.stderr)
-    assert "transformers" in imported and registry.packages(framework) & imported
+    assert "transformers" in _imports_of_one_framework(framework, done.stderr)
+
+
+def _imports_of_one_framework(framework: str, profile: str) -> set[str]:
+    """The packages a process imported (PYTHONPROFILEIMPORTTIME's lines), checked to hold
+    `framework` and none of its unused imports."""
+    imported = _imported_packages(profile)
+    assert registry.packages(framework) & imported
     unused = registry.unused_imports(framework)
     assert not imported & unused, imported & unused
+    return imported
 
 
 def _imported_packages(profile: str) -> set[str]:
@@ -139,7 +146,4 @@ def test_the_workflows_other_jobs_of_one_framework_import_nothing_unused(tmp_pat
     done = subprocess.run([sys.executable, *args], capture_output=True, text=True,
                           timeout=300, env=tool_env(PYTHONPROFILEIMPORTTIME="1"))
     assert done.returncode == 0 and out.exists(), done.stderr[-3000:]
-    imported = _imported_packages(done.stderr)
-    assert registry.packages(framework) & imported
-    assert not imported & registry.unused_imports(framework), \
-        imported & registry.unused_imports(framework)
+    _imports_of_one_framework(framework, done.stderr)
