@@ -89,33 +89,39 @@ def test_a_failing_cell_costs_only_itself(tmp_path, fault, reason):
     assert not (tmp_path / "failed").exists()
 
 
+# Rounds of (each cell in a fresh process, then all in one): two, and more while they
+# disagree, up to MAX_ROUNDS. This machine runs ~1.3x slower for seconds at a time (the host's
+# load: nothing else ran in the VM): tiny-bert b4 s64's median was 0.47 or 0.61-0.63 ms, b8's
+# 0.63 or 0.83-0.86, in groups and fresh processes alike, the mode switching within a group
+# and holding across consecutive fresh processes (2026-11-26). Two rounds left both grouped
+# samples of a cell in the slow mode in 2 of 8 suite runs; a grouping bias slows every round.
+ROUNDS, MAX_ROUNDS = 2, 5
+
+
 @pytest.mark.slow
 @pytest.mark.alone
 def test_grouped_and_isolated_cells_agree_within_the_noise(tmp_path):
-    """The same cells, each in 2 fresh processes, then all in one, then each in 2 fresh
-    processes, then all in one again: the best grouped median of each cell is the best of
-    its fresh processes', within 15% over the cells and 35% for any. Best, not typical: this
-    machine slows down 2x for seconds at a time (tiny-bert's median over 0.5-s windows of one
-    process: 0.70 ms, then 1.25, then 0.72; b4 s64's six fresh processes in one suite run:
-    0.82, 1.55, 1.58, 1.50, 0.83, 0.83 ms), which only ever slows a process down, while a bias
-    of grouping moves its best time too. Alternated, so that a drift of the machine between
-    them is seen by both (in one suite run, with fresh processes before the group only: the
-    grouped median 0.44 ms against 0.61-0.66 ms a minute earlier)."""
+    """The same cells, each in a fresh process, then all in one process, alternated: the
+    best grouped median of each cell is the best of its fresh processes', within 15% over
+    the cells and 35% for any, from as many samples a side. Best, not typical: the machine's
+    slow spells only ever slow a process down, while a bias of grouping moves its best time
+    too. Alternated, so that a drift of the machine is seen by both sides; more rounds while
+    they disagree, so that a slow spell that caught every grouped sample is not a verdict."""
     cells = ["--optimization=eager", "--batch", "1", "4", "--seqlen", "32", "64",
              "--min-duration-s=0.5", "--min-iterations=20", "--warmup-iterations=5"]
-    fresh, grouped = {}, {}
-    for run in ("first", "second"):
-        done, isolated = run_group(tmp_path / f"fresh-{run}", *cells, "--repeats=2")
-        assert done.returncode == 0, done.stderr
-        for cell, record in isolated.items():
-            fresh.setdefault(cell, []).extend(r["median_ms"] for r in record["timing"]["repeats"])
-        done, group = run_group(tmp_path / f"grouped-{run}", *cells)
-        assert done.returncode == 0, done.stderr
-        for cell, record in group.items():
-            grouped.setdefault(cell, []).append(record["timing"]["median_ms"])
-    assert len(fresh) == 4 and all(len(f) == 4 for f in fresh.values()), fresh
+    fresh: dict[str, list[float]] = {}
+    grouped: dict[str, list[float]] = {}
+    for round_ in range(MAX_ROUNDS):
+        for side, samples, extra in (("fresh", fresh, ["--repeats=1"]), ("grouped", grouped, [])):
+            done, records = run_group(tmp_path / f"{side}-{round_}", *cells, *extra)
+            assert done.returncode == 0, done.stderr
+            for cell, record in records.items():
+                samples.setdefault(cell, []).append(record["timing"]["median_ms"])
+        if round_ + 1 >= ROUNDS and not grouping_disagrees(grouped, fresh):
+            break
+    assert len(fresh) == 4 and all(len(f) == len(grouped[c]) for c, f in fresh.items()), fresh
     problem = grouping_disagrees(grouped, fresh)
-    assert not problem, problem
+    assert not problem, f"after {round_ + 1} rounds: {problem}"
 
 
 def grouping_disagrees(grouped: dict[str, list[float]], fresh: dict[str, list[float]]) -> str:
