@@ -121,8 +121,8 @@ def start_from(measured: Path, workdir: Path, kept=KEPT) -> Path:
     return workdir
 
 
-# The shared workflow run's matrix: TINY_CONFIG with one model at batch 1 (5 timed cells of
-# 12, not 20 of 48: the second batch size and model added nothing that its tests read but
+# The shared workflow run's matrix: TINY_CONFIG with one model at batch 1 (4 timed cells of
+# 24, not 16 of 96: the second batch size and model added nothing that its tests read but
 # a minute of cells; the presets' and scenarios' workflows run several models).
 TINY_RUN = tiny_config(models=["tiny-bert"], batch_sizes=[1])
 
