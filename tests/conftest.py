@@ -242,15 +242,15 @@ def pytest_runtest_protocol(item, nextitem):
 # an `alone` test waits for the other worker's test in progress, and at the start that is
 # another `alone` test or a short one, not a workflow of minutes (after the SLURM test's,
 # one waited 130 s). Then the longest first, so that the two workers end together instead
-# of one finishing a long module alone (the SLURM test's 150 s are mostly waiting for the
-# executor's status checks: it goes where the other worker still has long modules). Their
-# time in a full run on 2026-11-26 (s): 100, 98, 49, 18, 57 | 230, 207, 126, 103, 99, 54,
-# 50, 13 (163 waiting for SLURM), 45, 39, 39; the others follow by name.
-ORDER = ("test_grouping", "test_fairness", "test_bottleneck", "test_measurement",
-         "test_compare",
-         "test_faults", "test_training", "test_optimizations", "test_train_step_run",
-         "test_generation", "test_pipelines", "test_presets", "test_slurm",
-         "test_train_step_workflow", "test_disk_full", "test_isolation")
+# of one finishing a long module alone (the SLURM test's ~150 s are mostly waiting: its jobs
+# run one after another, and the executor checks their status every ~12 s; it goes where
+# the other worker still has long modules). Their time in a full run on 2026-11-26 (s):
+# 169, 69, 49, 69 | 205, 202, 156, 142, 116, 115, 89, 70, 145 (18 of CPU), 55, 61, 66; the
+# others follow by name.
+ORDER = ("test_grouping", "test_bottleneck", "test_measurement", "test_compare",
+         "test_faults", "test_training", "test_optimizations", "test_fairness",
+         "test_train_step_run", "test_generation", "test_pipelines", "test_presets",
+         "test_slurm", "test_train_step_workflow", "test_disk_full", "test_isolation")
 
 
 def pytest_collection_modifyitems(items):
