@@ -123,7 +123,8 @@ def start_from(measured: Path, workdir: Path, kept=KEPT) -> Path:
 
 # The shared workflow run's matrix: TINY_CONFIG with one model at batch 1 (4 timed cells of
 # 24, not 16 of 96: the second batch size and model added nothing that its tests read but
-# a minute of cells; the presets' and scenarios' workflows run several models).
+# a minute of cells; a report of several models: tests/test_report_browser.py, and the
+# generation workflow runs two).
 TINY_RUN = tiny_config(models=["tiny-bert"], batch_sizes=[1])
 
 
@@ -241,7 +242,7 @@ def pytest_runtest_protocol(item, nextitem):
 # number of tests). First the modules with `alone` tests, each module's `alone` tests first:
 # an `alone` test waits for the other worker's test in progress, and at the start that is
 # another `alone` test or a short one, not a workflow of minutes (after the SLURM test's,
-# one waited 130 s). Then the longest first, so that the two workers end together instead
+# one waited 130 s). Then roughly the longest first, so that the two workers end together instead
 # of one finishing a long module alone (the SLURM test's ~150 s are mostly waiting: its jobs
 # run one after another, and the executor checks their status every ~12 s; it goes where
 # the other worker still has long modules). Their time in a full run on 2026-11-26 (s):

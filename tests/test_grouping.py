@@ -89,36 +89,46 @@ def test_a_failing_cell_costs_only_itself(tmp_path, fault, reason):
     assert not (tmp_path / "failed").exists()
 
 
-# Rounds of (each cell in a fresh process, then all in one): two, and more while they
+# Rounds of (each cell in a process of its own, then all in one): two, and more while they
 # disagree, up to MAX_ROUNDS. This machine runs ~1.3x slower for seconds at a time (the host's
 # load: nothing else ran in the VM): tiny-bert b4 s64's median was 0.47 or 0.61-0.63 ms, b8's
-# 0.63 or 0.83-0.86, in groups and fresh processes alike, the mode switching within a group
-# and holding across consecutive fresh processes (2026-11-26). Two rounds left both grouped
-# samples of a cell in the slow mode in 2 of 8 suite runs; a grouping bias slows every round.
+# 0.63 or 0.83-0.86, the mode switching within a group and holding across consecutive
+# processes (2026-11-26). A grouping bias slows every round.
 ROUNDS, MAX_ROUNDS = 2, 5
+BATCHES, LENGTHS = ("1", "4"), ("32", "64")
 
 
 @pytest.mark.slow
 @pytest.mark.alone
 def test_grouped_and_isolated_cells_agree_within_the_noise(tmp_path):
-    """The same cells, each in a fresh process, then all in one process, alternated: the
-    best grouped median of each cell is the best of its fresh processes', within 15% over
-    the cells and 35% for any, from as many samples a side. Best, not typical: the machine's
-    slow spells only ever slow a process down, while a bias of grouping moves its best time
-    too. Alternated, so that a drift of the machine is seen by both sides; more rounds while
-    they disagree, so that a slow spell that caught every grouped sample is not a verdict."""
-    cells = ["--optimization=eager", "--batch", "1", "4", "--seqlen", "32", "64",
-             "--min-duration-s=0.5", "--min-iterations=20", "--warmup-iterations=5"]
+    """The same cells, each in a process of its own (`dlbench run` of one cell, as the
+    workflow runs them by default), then all in one process, alternated: the best grouped
+    median of each cell is the best of its own processes', within 15% over the cells and
+    35% for any, from as many samples a side. Best, not typical: the machine's slow spells
+    only ever slow a process down, while a bias of grouping moves its best time too.
+    Alternated, so that a drift of the machine is seen by both sides; more rounds while they
+    disagree, so that a slow spell that caught every grouped sample is not a verdict."""
+    timing = ["--optimization=eager", "--min-duration-s=0.5", "--min-iterations=20",
+              "--warmup-iterations=5"]
     fresh: dict[str, list[float]] = {}
     grouped: dict[str, list[float]] = {}
+
+    def measure(folder, samples, batches, lengths, cells_a_process):
+        done, records = run_group(folder, *timing, "--batch", *batches, "--seqlen", *lengths)
+        assert done.returncode == 0, done.stderr
+        for cell, record in records.items():
+            assert record["process"]["cells"] == cells_a_process, (cell, record["process"])
+            samples.setdefault(cell, []).append(record["timing"]["median_ms"])
+
     for round_ in range(MAX_ROUNDS):
-        for side, samples, extra in (("fresh", fresh, ["--repeats=1"]), ("grouped", grouped, [])):
-            done, records = run_group(tmp_path / f"{side}-{round_}", *cells, *extra)
-            assert done.returncode == 0, done.stderr
-            for cell, record in records.items():
-                samples.setdefault(cell, []).append(record["timing"]["median_ms"])
+        for batch in BATCHES:
+            for length in LENGTHS:
+                measure(tmp_path / f"own-{round_}-b{batch}-s{length}", fresh, [batch],
+                        [length], 1)
+        measure(tmp_path / f"grouped-{round_}", grouped, BATCHES, LENGTHS, 4)
         if round_ + 1 >= ROUNDS and not grouping_disagrees(grouped, fresh):
             break
+    print(f"{round_ + 1} rounds: grouped {grouped}, own processes {fresh}")
     assert len(fresh) == 4 and all(len(f) == len(grouped[c]) for c, f in fresh.items()), fresh
     problem = grouping_disagrees(grouped, fresh)
     assert not problem, f"after {round_ + 1} rounds: {problem}"

@@ -1,6 +1,6 @@
 """The hf2019 preset: it is the 2019 transformers matrix (with JAX beside it), and a slice of
 it runs through the real `snakemake` (the preset's frameworks, devices and optimizations, as
-documented in the README; `--config` narrows it to two tiny models, one batch size and one
+documented in the README; `--config` narrows it to one tiny model, one batch size and one
 length, with quick timing), GPU cells recorded as unsupported on this CPU-only machine"""
 
 import re
