@@ -242,10 +242,10 @@ def pytest_runtest_protocol(item, nextitem):
 # number of tests). First the modules with `alone` tests, each module's `alone` tests first:
 # an `alone` test waits for the other worker's test in progress, and at the start that is
 # another `alone` test or a short one, not a workflow of minutes (after the SLURM test's,
-# one waited 130 s). Then roughly the longest first, so that the two workers end together instead
-# of one finishing a long module alone (the SLURM test's ~150 s are mostly waiting: its jobs
-# run one after another, and the executor checks their status every ~12 s; it goes where
-# the other worker still has long modules). Their time in a full run on 2026-11-26 (s):
+# one waited 130 s). Then roughly the longest first, so that the two workers end together
+# instead of one finishing a long module alone (the SLURM test's ~150 s are mostly waiting:
+# its jobs run one after another, and the executor checks their status every ~12 s; it goes
+# where the other worker still has long modules). Their time in a full run on 2026-11-26 (s):
 # 169, 69, 49, 69 | 205, 202, 156, 142, 116, 115, 89, 70, 145 (18 of CPU), 55, 61, 66; the
 # others follow by name.
 ORDER = ("test_grouping", "test_bottleneck", "test_measurement", "test_compare",

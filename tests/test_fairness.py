@@ -18,12 +18,17 @@ from tests.conftest import tool_env
 from tests.test_cli import run_cell
 
 
-def python(code: str, timeout: int = 600, **env: str) -> dict:
-    """Run code in a fresh interpreter; the JSON it prints last."""
+def run_python(code: str, timeout: int = 600, **env: str) -> subprocess.CompletedProcess:
+    """Run code in a fresh interpreter, which must succeed."""
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=timeout, env=tool_env(**env))
     assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return done
+
+
+def python(code: str, timeout: int = 600, **env: str) -> dict:
+    """Run code in a fresh interpreter; the JSON it prints last."""
+    return json.loads(run_python(code, timeout, **env).stdout.strip().splitlines()[-1])
 
 
 # -- the same arithmetic -------------------------------------------------------------------
@@ -266,9 +271,7 @@ def test_max_autotune_on_the_cpu_tunes_among_its_own_gemm_kernels():
     Every GEMM it tuned had a template among its choices (Inductor's AUTOTUNE lines);
     which choice won is timed, and beside another test it was once the library's each
     time, so which one won is not the check. `compile` tunes nothing and has no template."""
-    done = subprocess.run([sys.executable, "-c", KERNELS], capture_output=True, text=True,
-                          timeout=600, env=tool_env())
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = run_python(KERNELS)  # its stderr holds Inductor's AUTOTUNE lines
     found = json.loads(done.stdout.strip().splitlines()[-1])
     tuned = re.split(r"^AUTOTUNE ", done.stderr, flags=re.MULTILINE)[1:]
     assert tuned, done.stderr[-3000:]

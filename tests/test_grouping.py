@@ -1,6 +1,7 @@
 """measurement.process: per_group - one process measures a group of cells (every batch ×
 length of a framework, model, device and optimization), writing one result per cell."""
 
+import itertools
 import statistics
 import subprocess
 import sys
@@ -110,53 +111,53 @@ def test_grouped_and_isolated_cells_agree_within_the_noise(tmp_path):
     disagree, so that a slow spell that caught every grouped sample is not a verdict."""
     timing = ["--optimization=eager", "--min-duration-s=0.5", "--min-iterations=20",
               "--warmup-iterations=5"]
-    fresh: dict[str, list[float]] = {}
+    own: dict[str, list[float]] = {}
     grouped: dict[str, list[float]] = {}
 
-    def measure(folder, samples, batches, lengths, cells_a_process):
+    def measure(folder, samples, batches, lengths):
         done, records = run_group(folder, *timing, "--batch", *batches, "--seqlen", *lengths)
         assert done.returncode == 0, done.stderr
         for cell, record in records.items():
-            assert record["process"]["cells"] == cells_a_process, (cell, record["process"])
+            cells = len(batches) * len(lengths)  # what the process must have measured
+            assert record["process"]["cells"] == cells, (cell, record["process"])
             samples.setdefault(cell, []).append(record["timing"]["median_ms"])
 
     for round_ in range(MAX_ROUNDS):
-        for batch in BATCHES:
-            for length in LENGTHS:
-                measure(tmp_path / f"own-{round_}-b{batch}-s{length}", fresh, [batch],
-                        [length], 1)
-        measure(tmp_path / f"grouped-{round_}", grouped, BATCHES, LENGTHS, 4)
-        if round_ + 1 >= ROUNDS and not grouping_disagrees(grouped, fresh):
+        for batch, length in itertools.product(BATCHES, LENGTHS):
+            measure(tmp_path / f"own-{round_}-b{batch}-s{length}", own, [batch], [length])
+        measure(tmp_path / f"grouped-{round_}", grouped, BATCHES, LENGTHS)
+        if round_ + 1 >= ROUNDS and not grouping_disagrees(grouped, own):
             break
-    print(f"{round_ + 1} rounds: grouped {grouped}, own processes {fresh}")
-    assert len(fresh) == 4 and all(len(f) == len(grouped[c]) for c, f in fresh.items()), fresh
-    problem = grouping_disagrees(grouped, fresh)
+    print(f"{round_ + 1} rounds: grouped {grouped}, own processes {own}")  # shown on failure
+    assert len(own) == len(BATCHES) * len(LENGTHS), own
+    assert all(len(samples) == len(grouped[cell]) for cell, samples in own.items()), own
+    problem = grouping_disagrees(grouped, own)
     assert not problem, f"after {round_ + 1} rounds: {problem}"
 
 
-def grouping_disagrees(grouped: dict[str, list[float]], fresh: dict[str, list[float]]) -> str:
-    """Why the best grouped median of each cell is not the best of its fresh processes' ('',
+def grouping_disagrees(grouped: dict[str, list[float]], own: dict[str, list[float]]) -> str:
+    """Why the best grouped median of each cell is not the best of its own processes' ('',
     where it is)."""
-    if grouped.keys() != fresh.keys():
-        return f"grouped cells {sorted(grouped)}, fresh {sorted(fresh)}"
-    ratios = {cell: min(grouped[cell]) / min(fresh[cell]) for cell in grouped}
+    if grouped.keys() != own.keys():
+        return f"grouped cells {sorted(grouped)}, own {sorted(own)}"
+    ratios = {cell: min(grouped[cell]) / min(own[cell]) for cell in grouped}
     # No cell far off …
     for cell, ratio in ratios.items():
         if not 1 / 1.35 <= ratio <= 1.35:
-            return f"{cell}: grouped {grouped[cell]} ms, fresh {fresh[cell]} ms"
+            return f"{cell}: grouped {grouped[cell]} ms, own {own[cell]} ms"
     # … and no bias of grouping over the cells: their typical ratio within 15%.
     if not 1 / 1.15 <= statistics.median(ratios.values()) <= 1.15:
-        return f"best grouped / best fresh: {ratios}"
+        return f"best grouped / best own: {ratios}"
     return ""
 
 
 def test_grouping_disagrees_where_a_group_is_biased():
-    fresh = {"a": [1.0, 1.9, 0.9, 1.0], "b": [2.0, 2.1, 3.9, 1.9]}
-    assert grouping_disagrees({"a": [0.95, 1.8], "b": [3.8, 2.0]}, fresh) == ""  # bursts
-    assert "a: grouped" in grouping_disagrees({"a": [1.3, 1.4], "b": [2.0, 2.0]}, fresh)
-    assert "best grouped" in grouping_disagrees({"a": [1.1, 1.2], "b": [2.3, 2.4]}, fresh)
-    assert "best grouped" in grouping_disagrees({"a": [0.7, 0.8], "b": [1.5, 1.6]}, fresh)
-    assert "grouped cells" in grouping_disagrees({"a": [1.0]}, fresh)
+    own = {"a": [1.0, 1.9, 0.9, 1.0], "b": [2.0, 2.1, 3.9, 1.9]}
+    assert grouping_disagrees({"a": [0.95, 1.8], "b": [3.8, 2.0]}, own) == ""  # bursts
+    assert "a: grouped" in grouping_disagrees({"a": [1.3, 1.4], "b": [2.0, 2.0]}, own)
+    assert "best grouped" in grouping_disagrees({"a": [1.1, 1.2], "b": [2.3, 2.4]}, own)
+    assert "best grouped" in grouping_disagrees({"a": [0.7, 0.8], "b": [1.5, 1.6]}, own)
+    assert "grouped cells" in grouping_disagrees({"a": [1.0]}, own)
 
 
 @pytest.mark.slow

@@ -118,8 +118,9 @@ def _peak_job(framework: str, out) -> list[str]:
             f"--library={library}", "--seconds=0.05", "--size=64", f"--out={out}"]
 
 
-def _reference_job(job: str, weights, out) -> list[str]:
-    """A reference rule's command: weights, or an output or generation from weights."""
+def _reference_job(job: str, weights, out=None) -> list[str]:
+    """A reference rule's command: the weights (written to `weights`), or an output or a
+    generation from them (to `out`)."""
     if job == "weights":
         return ["-m", "dlbench.reference", "weights", "--model=tiny-gpt2", "--seed=0",
                 "--threads=2", f"--out={weights}"]
@@ -139,7 +140,7 @@ def test_the_workflows_other_jobs_of_one_framework_import_nothing_unused(tmp_pat
     weights = tmp_path / "model.safetensors"
     out = weights if job == "weights" else tmp_path / "out"
     if job in ("output", "generation"):  # from the weights, made first
-        made = subprocess.run([sys.executable, *_reference_job("weights", weights, None)],
+        made = subprocess.run([sys.executable, *_reference_job("weights", weights)],
                               capture_output=True, text=True, timeout=300, env=tool_env())
         assert made.returncode == 0, made.stderr[-3000:]
     args = _peak_job(framework, out) if job == "peak" else _reference_job(job, weights, out)
