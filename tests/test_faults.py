@@ -373,3 +373,30 @@ def test_recoverys_stand_in_for_a_missing_record_is_no_attempt(tmp_path):
     code, record, out, failed = run_cell(tmp_path, "")
     assert (code, record["status"], out, failed) == (0, "ok", True, False)
     assert "attempts" not in record
+
+
+def test_recovery_without_the_reports_packages_still_writes_the_summary(tmp_path):
+    """A failed run on a node set up for the frameworks alone (seen on a GPU machine, whose
+    Snakemake had no BeautifulSoup): the onerror handler writes the summary, says why there
+    is no report, and does not fail itself; the same call with the packages renders it
+    (test_crashed_cell_is_reported_and_only_it_is_retried)."""
+    script = f"""
+import sys
+sys.modules["bs4"] = None  # as if not installed: importing it raises ImportError
+from pathlib import Path
+from dlbench.plan import config, settings
+from dlbench.plan.matrix import expand_cells
+from dlbench.run import recovery
+cells = expand_cells(config.validate({SMALL!r}))
+Path("results/failed").mkdir(parents=True)
+recovery.records(cells[:1], settings.defaults(), Path("results/runs"), Path("results/failed"))
+recovery.summarize_failed_run(cells, settings.defaults(), Path({str(REPO)!r}) / "nowhere.py")
+"""
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120, env=tool_env())
+    assert done.returncode == 0, done.stderr
+    assert "no report: " in done.stdout and "bs4" in done.stdout, done.stdout
+    summary = pd.read_csv(tmp_path / "results" / "summary.csv")
+    assert len(summary) == len(expand_cells(config.validate(SMALL)))
+    assert set(summary["status"]) == {"error"}  # no cell wrote a record
+    assert not (tmp_path / "report" / "report.html").exists()

@@ -239,9 +239,9 @@ def drop_previous_outputs():
 
 def report_after_failure():
     """Summary and report even when cells crashed or timed out (see dlbench.run.recovery)."""
-    from dlbench.run import recovery
-
     try:
+        from dlbench.run import recovery
+
         recovery.summarize_failed_run(
             CELLS.values(), MEASUREMENT, Path(workflow.basedir) / "workflow/notebooks/report.py",
             mix_foreign=SETTINGS["report"]["mix_foreign"],

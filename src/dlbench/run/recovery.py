@@ -10,7 +10,6 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from dlbench import report
 from dlbench.plan import paths
 from dlbench.plan.matrix import Cell
 from dlbench.records import aggregate
@@ -48,13 +47,25 @@ def summarize_failed_run(cells: Iterable[Cell], settings: dict, notebook: Path,
     files = records(cells, settings, Path(paths.RUNS), Path(paths.FAILED))
     summary, csv, html = (Path(p) for p in OUTPUTS)
     aggregate.aggregate(files, summary, csv, mix_foreign)
-    # The peaks measured so far (the report matches them to the cells' device, precision
-    # and threads).
-    report.render(notebook, summary, Path(paths.REPORT_NOTEBOOK), html, paths.peaks_measured())
+    try:
+        # Imported here: the summary needs only pandas, the report its own packages
+        # (envs/report.yaml), which the environment running Snakemake may lack (a GPU or
+        # cluster node set up for the frameworks alone).
+        from dlbench import report
+
+        # The peaks measured so far (the report matches them to the cells' device,
+        # precision and threads).
+        report.render(notebook, summary, Path(paths.REPORT_NOTEBOOK), html,
+                      paths.peaks_measured())
+        shown = f"{paths.REPORT} shows them as errors with the reason"
+    except ImportError as error:
+        shown = (f"{paths.SUMMARY_CSV} lists them with the reason (no report: {error}; the "
+                 "report's packages are in envs/report.yaml)")
     # Older than every record: they stand in for the aggregate and report rules' outputs
     # until a run completes, so the next run must see them as outdated and rebuild them.
     stamp = min(path.stat().st_mtime for path in files) - 1
     for path in OUTPUTS:
-        os.utime(path, (stamp, stamp))
-    print(f"Some cells failed: {paths.REPORT} shows them as errors with the reason; "
-          "run the same command again to retry only those cells.")
+        if Path(path).exists():
+            os.utime(path, (stamp, stamp))
+    print(f"Some cells failed: {shown}; run the same command again to retry only those "
+          "cells.")
