@@ -104,6 +104,23 @@ def test_gpu_precision_check_names_the_gpu_and_what_it_lacks():
     assert gpu_precision_problem("fp16", "Tesla V100", (7, 0)) is None
 
 
+def test_jax_gpu_memory_records_no_zero_for_a_peak_its_allocator_does_not_keep():
+    """XLA's allocator on an H100 (JAX 0.11) gave peak_bytes_reserved 0 beside 1,776 MiB in
+    use, which the record had kept as a reserved peak of 0 MiB; the pool's peak is what it
+    holds from the device."""
+    from dlbench.frameworks.jax.memory import device_peaks
+
+    mib = 2**20
+    seen = {"peak_bytes_in_use": 1776 * mib, "peak_bytes_reserved": 0,
+            "peak_pool_bytes": 2048 * mib, "bytes_limit": 60000 * mib}
+    assert {k: v for k, v in device_peaks(seen).items() if k != "device_method"} == {
+        "device_allocated_peak_mb": 1776.0, "device_reserved_peak_mb": 2048.0}
+    without_pool = device_peaks({"peak_bytes_in_use": 1776 * mib, "peak_bytes_reserved": 0})
+    assert "device_reserved_peak_mb" not in without_pool
+    assert device_peaks({"peak_bytes_in_use": mib, "peak_bytes_reserved": 3 * mib})[
+        "device_reserved_peak_mb"] == 3.0
+
+
 def test_device_timer_brackets_the_step_and_synchronizes_after():
     """On a GPU the end event is recorded right after the step is queued and read after the
     synchronization (else it would time nothing, or wait for the host)."""

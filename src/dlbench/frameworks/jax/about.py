@@ -30,8 +30,8 @@ FRAMEWORK = Framework(
     unused_imports=("sklearn",),  # jax.experimental.sparse imports SciPy
     gpu_timing="on the host only, after block_until_ready: JAX's Python API has no device "
                "events",
-    gpu_memory="Device.memory_stats()'s peak in use (and reserved, where the allocator gives "
-               "it), which JAX cannot reset: in a group of cells, the largest so far",
+    gpu_memory="Device.memory_stats()'s peak in use, and its allocator's pool's peak as "
+               "reserved, which JAX cannot reset: in a group of cells, the largest so far",
     mixed_precision="the Flax modules' computation dtype: each module computes in the "
                     "reduced type unless it keeps a computation in float32, its parameters "
                     "stay float32; the ops listed are the primitives of the forward pass's "

@@ -21,6 +21,7 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 import jax  # noqa: E402
 
 from dlbench.frameworks import cpu_precision_problem, gpu_precision_problem  # noqa: E402
+from dlbench.frameworks.jax.memory import device_peaks  # noqa: E402
 
 # The name XLA:CPU gives the threads of its intra-op pool (Eigen's, prefixed by TSL).
 _POOL_THREAD = "XLAEigen"
@@ -104,17 +105,7 @@ class JaxBackend:
     def device_memory(self) -> dict[str, float | str] | None:
         if not self.on_gpu:
             return None
-        stats = self.device.memory_stats() or {}
-        found: dict[str, float | str] = {
-            "device_method": "jax Device.memory_stats() peak_bytes_in_use (and "
-                             "peak_bytes_reserved where the allocator gives it): the peak "
-                             "since the process started, which JAX cannot reset (in a "
-                             "group of cells, the largest so far)"}
-        if "peak_bytes_in_use" in stats:
-            found["device_allocated_peak_mb"] = stats["peak_bytes_in_use"] / 2**20
-        if "peak_bytes_reserved" in stats:
-            found["device_reserved_peak_mb"] = stats["peak_bytes_reserved"] / 2**20
-        return found
+        return device_peaks(self.device.memory_stats() or {})
 
     def is_out_of_memory(self, exc: BaseException) -> bool:
         if isinstance(exc, MemoryError):
