@@ -117,6 +117,31 @@ def test_a_flagged_cell_is_not_decided_and_says_why():
         bottleneck.COMPUTE
 
 
+UNEVEN = "unstable: IQR is 222% of the median (limit 10%)"
+
+
+@pytest.mark.parametrize(("wait", "efficiency", "other_flag", "expected"), [
+    (0.60, 0.32, None, bottleneck.INPUT),  # the H100 cell: waiting, and the ablation agrees
+    (0.02, 0.60, None, bottleneck.UNDECIDED),  # the step itself varies: not the waiting
+    (0.60, 0.98, None, bottleneck.UNDECIDED),  # waits, yet memory gains nothing: no proof
+    (0.60, 0.78, None, bottleneck.UNDECIDED),  # 78% ± 5%: the interval reaches past 80%
+    (0.60, 0.32, "busy_machine", bottleneck.UNDECIDED),  # the load explains it as well
+])
+def test_a_starved_pipelines_uneven_steps_are_its_own_not_noise(wait, efficiency, other_flag,
+                                                                  expected):
+    """Loader workers hand out batches in bursts: such a cell's steps wait or do not, and
+    their IQR passes the unstable flag's limit without noise. Flagged unstable alone, it is
+    decided where both its waiting and its ablation say input-bound, and only there."""
+    cell = {**row(wait, efficiency, spread=0.05), "flags_unstable": True,
+            "flags_reasons": UNEVEN}
+    if other_flag:
+        cell[f"flags_{other_flag}"] = True
+    name, why = bottleneck.verdict(pd.Series(cell))
+    assert name == expected, why
+    if expected == bottleneck.INPUT:
+        assert UNEVEN in why and "the pipeline's unevenness" in why
+
+
 def pipelines(*cells: tuple[str, float, bool]) -> pd.DataFrame:
     """Cells of one framework, model and batch: (pipeline, images/s, flagged busy)."""
     return pd.DataFrame([{**row(0.01, 0.99), "cell_id": f"c{p}", "framework": "pytorch",

@@ -23,7 +23,9 @@ The ablation must agree: a cell judged input-bound by its waiting whose ablation
 
 A cell with a noise flag (busy or noisy machine, unstable, …: dlbench.measure.flags) is
 "not decided", the flag its reason: its figures describe the load, not the pipeline. No
-advice compares it with another cell, nor another cell with it.
+advice compares it with another cell, nor another cell with it. One exception: a cell
+flagged unstable alone, whose waiting and ablation both say input-bound, is decided: a
+starved pipeline's steps are uneven by nature (uneven_waiting).
 """
 
 import numpy as np
@@ -107,13 +109,33 @@ def noise_flags(row) -> list[str]:
 
 def verdict(row) -> tuple[str, str]:
     """(verdict, the figures that decided it) of one training cell (a summary row); a
-    flagged cell is not decided."""
+    flagged cell is not decided, except where its only flag is the unevenness of a starved
+    pipeline (uneven_waiting)."""
     flagged = noise_flags(row)
+    if flagged == ["unstable"] and uneven_waiting(row):
+        name, why = figures_verdict(row)
+        reasons = row.get("flags_reasons")
+        spread = reasons if isinstance(reasons, str) and reasons else "unstable"
+        return name, (f"{why}; its steps vary ({spread}) because some wait "
+                      "for a batch and others find one ready: the pipeline's unevenness, "
+                      "not the machine's noise")
     if flagged:
         reasons = row.get("flags_reasons")
         detail = reasons if isinstance(reasons, str) and reasons else ", ".join(flagged)
         return UNDECIDED, f"rests on a flagged measurement ({', '.join(flagged)}): {detail}"
     return figures_verdict(row)
+
+
+def uneven_waiting(row) -> bool:
+    """Whether a cell's spread of step times is its pipeline's: it waits ≥ 20% of each step
+    for data and fed from device memory it runs faster beyond the noise (efficiency ≤ 80% at
+    the top of its interval). Loader workers deliver batches in bursts, so such steps are
+    bimodal — waiting, or not — and their IQR can pass the unstable flag's 10% without any
+    noise: seen on an H100, where PyTorch's 2 workers left the CNN's steps at 4.9 ms median
+    with an IQR of 222% of it, 60% of the time waiting, at a third of the ablation's speed."""
+    wait = _number(row, "breakdown_input_wait_share")
+    _, high = efficiency_interval(row)
+    return wait >= INPUT_BOUND_WAIT and high <= INPUT_BOUND_EFFICIENCY
 
 
 def figures_verdict(row) -> tuple[str, str]:

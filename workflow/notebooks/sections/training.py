@@ -98,7 +98,9 @@ if not trained.empty:
 # CPU of the training process and of its loader workers, disk reads, and how much of the data
 # set was in the page cache when the cell started. A cell flagged busy, noisy or unstable is
 # **not decided**: its figures describe the load on the machine, not its pipeline, and no
-# advice compares it with another cell.
+# advice compares it with another cell — except a cell flagged unstable alone whose waiting
+# and ablation both say input-bound: a starved pipeline's steps are uneven by nature (some
+# wait for a batch, others find one ready).
 
 # %%
 if not trained.empty:
