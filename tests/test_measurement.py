@@ -121,6 +121,28 @@ def test_jax_gpu_memory_records_no_zero_for_a_peak_its_allocator_does_not_keep()
         "device_reserved_peak_mb"] == 3.0
 
 
+def test_a_gpu_peak_that_cannot_be_reset_by_phase_is_still_recorded():
+    """JAX's inference and generation cells on the H100 recorded no allocator peak at all:
+    the peaks over the cell were taken from the phases, which JAX (no resettable counters)
+    has none of. As memory_stats() reads there (device_peaks)."""
+    from dlbench.frameworks.jax.memory import device_peaks
+    from dlbench.measure.memory import PhaseMemory
+    from dlbench.scenarios.inference import _memory
+
+    class JaxOnAGpu:  # the two calls _memory makes of a backend, as JAX's answers them
+        def device_memory(self):
+            return device_peaks({"peak_bytes_in_use": 1776 * 2**20,
+                                 "peak_pool_bytes": 2048 * 2**20})
+
+    phases = PhaseMemory()
+    phases.set_device(None)  # JAX's memory_counters(): no device phases
+    phases.end("load")
+    recorded = _memory(JaxOnAGpu(), phases)
+    assert recorded["device_allocated_peak_mb"] == 1776.0
+    assert recorded["device_reserved_peak_mb"] == 2048.0
+    assert "load_peak_mb" in recorded
+
+
 def test_device_timer_brackets_the_step_and_synchronizes_after():
     """On a GPU the end event is recorded right after the step is queued and read after the
     synchronization (else it would time nothing, or wait for the host)."""

@@ -313,11 +313,13 @@ def _memory(backend, memory) -> dict:
     device = backend.device_memory() or {}
     if memory is None:
         return device
-    # The peaks over the whole cell come from the phases (each phase reset the counters).
-    return {**{k: v for k, v in device.items() if not k.endswith("_peak_mb")},
-            **memory.values(),
-            **{f"device_{key}_peak_mb": value
-               for key, value in memory.device_cell_peaks_mb().items()}}
+    # Where the framework's counters were reset by phase, the peaks over the whole cell come
+    # from the phases; a framework whose peaks cannot be reset (JAX) keeps its own.
+    cell_peaks = memory.device_cell_peaks_mb()
+    if cell_peaks:
+        device = {k: v for k, v in device.items() if not k.endswith("_peak_mb")}
+    return {**device, **memory.values(),
+            **{f"device_{key}_peak_mb": value for key, value in cell_peaks.items()}}
 
 
 def throughput(cell: "Cell", median_ms: float) -> dict:
