@@ -187,6 +187,22 @@ def test_gpu_figures_are_those_of_the_cell_not_of_the_cells_before():
                                   "sm_clock_mhz_mean": 1500}
 
 
+def test_gpu_utilization_counts_only_periods_inside_the_loop():
+    """NVML's utilization covers its last sample period (up to 1 s): a sample taken 0.2 s
+    into a loop still holds the idle time before it. A loop shorter than the period has
+    the clock only; a longer one averages the samples whose period lies inside it."""
+    from dlbench.measure.sampler import UTILIZATION_PERIOD_S, GpuSampler
+
+    gpu = GpuSampler.__new__(GpuSampler)
+    # Idle before the loop (t < 10), busy in it: the first samples in it still read low.
+    gpu.samples = [(10 + t / 10, 30.0 if t < 10 else 95.0, 1980.0, None) for t in range(40)]
+    assert gpu.window(10.0, 10.5) == {"sm_clock_mhz_mean": 1980}
+    long = gpu.window(10.0, 14.0)
+    assert long["gpu_utilization_mean"] == 95.0 and UTILIZATION_PERIOD_S == 1.0
+    # Taken whole, the same samples would have said 80%.
+    assert sum(s[1] for s in gpu.samples[:41]) / 40 < 85
+
+
 # --- the interval of the median, and the defaults that make it mean what it says ---------
 
 

@@ -208,6 +208,10 @@ def _max_rate(samples: list[Sample], span_s: float = 0.1) -> float:
     return best
 
 
+# The longest sample period of NVML's utilization (nvmlDeviceGetUtilizationRates).
+UTILIZATION_PERIOD_S = 1.0
+
+
 class GpuSampler:
     """NVML's view of the GPU while a cell runs: utilization, SM clock, and the device
     memory of the measured process tree. Sampled by the supervisor (~10 Hz: NVML calls take
@@ -247,15 +251,22 @@ class GpuSampler:
             pass
 
     def window(self, start: float, end: float) -> dict | None:
-        """Utilization and SM clock between two wall-clock times (a cell's timed loop)."""
+        """Utilization and SM clock between two wall-clock times (a cell's timed loop).
+
+        NVML's utilization is the share of its last sample period (1/6 s to 1 s, by
+        product) in which a kernel ran, so a sample counts only once a whole period lies
+        inside the window: on an H100 a 0.5-s loop's samples held the idle time before it
+        (CUDA graphs replaying back to back read as 62% busy). A window shorter than that
+        has no utilization, only the clock, which NVML reads at the instant."""
         inside = [s for s in self.samples if start <= s[0] <= end]
         if not inside:
             return None
-        return {
-            "gpu_utilization_mean": round(sum(s[1] for s in inside) / len(inside), 1),
-            "gpu_utilization_max": max(s[1] for s in inside),
-            "sm_clock_mhz_mean": round(sum(s[2] for s in inside) / len(inside)),
-        }
+        found = {"sm_clock_mhz_mean": round(sum(s[2] for s in inside) / len(inside))}
+        settled = [s for s in inside if s[0] - UTILIZATION_PERIOD_S >= start]
+        if settled:
+            found["gpu_utilization_mean"] = round(sum(s[1] for s in settled) / len(settled), 1)
+            found["gpu_utilization_max"] = max(s[1] for s in settled)
+        return found
 
     def memory_peak_mb(self, start: float, end: float) -> float | None:
         """The tree's highest device memory between two wall-clock times (a whole cell:
