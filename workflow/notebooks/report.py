@@ -45,13 +45,15 @@ left_out = int(elsewhere["compared"].eq("no").sum())
 # `graph`), in one *scenario* — inference (a forward pass, at one batch size and sequence
 # length) or training (epochs of training steps, at one batch size, data set, input pipeline
 # and optimizer) — each with a section below. The headline numbers are medians over the
-# steady state, after warm-up: the latency of a forward pass, or the time of a training step,
-# in milliseconds; **lower is better**. The first call or step (compilation, tracing, pipeline
-# start-up) is excluded and reported on its own. A cell shown as **N/A** did not produce a
-# timing; the brackets give the reason (out of memory, a sequence longer than the model
-# supports, an optimization of another framework), and the status section lists every such
-# cell with its full reason. Every answer is checked — an inference output against PyTorch
-# eager fp32 on the same weights and inputs, a trained model's test accuracy against the other
+# steady state, after warm-up: the latency of a forward pass, in milliseconds, or for
+# training the wall time per step (a step fed by loader workers waits for a batch or finds
+# one ready, so its median says less than the images over the wall time);
+# **lower is better**. The first call or step (compilation, tracing, pipeline start-up) is
+# excluded and reported on its own. A cell shown as **N/A** did not produce a timing; the
+# brackets give the reason (out of memory, a sequence longer than the model supports, an
+# optimization of another framework), and the status section lists every such cell with its
+# full reason. Every answer is checked — an inference output against PyTorch eager fp32 on
+# the same weights and inputs, a trained model's test accuracy against the other
 # frameworks' —: **✗** marks a wrong answer, and a speed-up that came with it does not count.
 
 # %%
@@ -63,17 +65,18 @@ display(HTML(f'<nav id="{CONTENTS_ID}"></nav>'))
 # For each scenario, model and input size, the fastest framework and optimization among the
 # cells whose output was right (a wrong answer never wins), its precision and median, and
 # **by how much** it beats the runner-up: the runner-up's median over the fastest's, with the
-# 95% interval from the two medians' intervals. A **tie** is an interval that contains 1: the
-# difference is inside the measured noise. Precisions differ between rows only where the
-# fastest cell ran in a reduced precision: the precision column says so. Each framework's
-# **best** is its own fastest right answer (optimization, precision, median) and how much
-# slower it is than the fastest, so that every framework's standing shows even where the
-# winner and the runner-up are of one framework. A recipe is *eager* (op by op) or
+# 95% interval from the two medians' intervals (training: the wall time per step, from the
+# images per second, with the t-interval of the mean step). A **tie** is an interval that
+# contains 1: the difference is inside the measured noise. Precisions differ between rows
+# only where the fastest cell ran in a reduced precision: the precision column says so. Each
+# framework's **best** is its own fastest right answer (optimization, precision, median) and
+# how much slower it is than the fastest, so that every framework's standing shows even where
+# the winner and the runner-up are of one framework. A recipe is *eager* (op by op) or
 # *compiled* (a trace, a graph, Inductor, XLA); where the frameworks' right answers differ in
 # that (one had a compiled recipe, the other eager only), **⚠ unequal** says so beside the
 # verdict: the comparison is then of unlike recipes, not of the frameworks. So does
-# **⚠ unequal attention** where the frameworks ran different attention implementations
-# (PyTorch's SDPA against the explicit attention of the others).
+# **⚠ unequal attention** where the frameworks ran different attention implementations (PyTorch's
+# SDPA against the explicit attention of the others).
 
 # %%
 answers = headline.winners(df, several_devices(df))
@@ -84,7 +87,8 @@ for scenario, answer in answers.items():
     # Text left-aligned (a data set, a pipeline too), numbers and the median right.
     show(answer, f"{title}: the fastest right answer per model and input size",
          left=[c for c in answer.columns
-               if c != "median ms" and not pd.api.types.is_numeric_dtype(answer[c])])
+               if c not in (headline.MEDIAN, headline.WALL)
+               and not pd.api.types.is_numeric_dtype(answer[c])])
     notes = answer[headline.UNEQUAL] if headline.UNEQUAL in answer else pd.Series(dtype=str)
     unequal = int(notes.str.contains("⚠ unequal:", regex=False).sum())
     if unequal:

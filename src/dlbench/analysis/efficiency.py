@@ -10,7 +10,8 @@ training step of the CNN (training: 3 × the forward pass of its batch) or of a 
 with its language-model head (train_step), a whole generation (its prefill and every
 decoding step with the growing cache). A scenario that times phases of its iteration apart
 (`Scenario.flops_phases`: the generation's prefill and decoding step) has their rates
-too. Achieved FLOP/s = FLOPs / median time. Cells measured under a profiler are left out
+too. Achieved FLOP/s = FLOPs / the headline time (the median; for training the wall time
+per step: dlbench.analysis.summary.headline). Cells measured under a profiler are left out
 (their times are not comparable). A cell above the peak is a
 measurement problem (the time, the FLOP count or the peak is wrong), flagged with its
 numbers: a limit that a cell beats is not a limit.
@@ -154,7 +155,7 @@ def efficiency(frame: pd.DataFrame, peaks: pd.DataFrame) -> pd.DataFrame:
     cells = cells.copy()
     cells["flops"] = [_iteration_flops(row) for _, row in cells.iterrows()]
     cells = cells[cells["flops"].notna()]
-    cells["achieved_gflops"] = cells["flops"] / (cells["median_ms"] / 1e3) / 1e9
+    cells["achieved_gflops"] = cells["flops"] / (cells["headline_ms"] / 1e3) / 1e9
     threads = cells["intra_op_threads"] if "intra_op_threads" in cells else np.nan
     cells["threads"] = pd.to_numeric(pd.Series(threads, index=cells.index), errors="coerce")
     matched = peaks.rename(columns={"status": "peak_status", "reason": "peak_reason"})
@@ -208,7 +209,8 @@ def count_above_peak(frame: pd.DataFrame, paths: Iterable[str | Path]) -> int:
 def above_peak(cells: pd.DataFrame) -> pd.DataFrame:
     """The cells of `efficiency` above the peak — a measurement problem — with their
     numbers: scenario, model, sizes, framework, optimization, precision, GFLOP per
-    iteration, median ms, achieved GFLOP/s, the peak and its library, and the share."""
+    iteration, ms (the headline time), achieved GFLOP/s, the peak and its library, and the
+    share."""
     rows = []
     for _, row in cells[cells["above_peak"]].iterrows():
         rows.append({"scenario": row["scenario"], "model": row["model"],
@@ -218,7 +220,7 @@ def above_peak(cells: pd.DataFrame) -> pd.DataFrame:
                      "framework": framework_name(row["framework"]),
                      "optimization": row["optimization"], "precision": row["precision"],
                      "GFLOP / iteration": fmt_ms(row["flops"] / 1e9),
-                     "median ms": fmt_ms(row["median_ms"]),
+                     "ms": fmt_ms(row["headline_ms"]),
                      "achieved GFLOP/s": fmt_ms(row["achieved_gflops"]),
                      "peak GFLOP/s": f"{fmt_ms(row['peak_gflops'])} ({row['peak_library']})",
                      "% of peak": fmt_share(row["fraction_of_peak"])})
@@ -228,7 +230,8 @@ def above_peak(cells: pd.DataFrame) -> pd.DataFrame:
 def table(cells: pd.DataFrame, several_devices: bool) -> pd.DataFrame:
     """One row per cell of `efficiency`: scenario, model, batch, length and the
     scenario's other settings (data set, pipeline, optimizer; where any cell has them),
-    framework, optimization, precision (and device), GFLOP per iteration, median ms,
+    framework, optimization, precision (and device), GFLOP per iteration, ms (the headline
+    time: the median, training's wall time per step),
     achieved GFLOP/s, the peak (or N/A with its reason) and the % of it (⚠ above it: a
     measurement problem), the rate of the framework's own default library and the % of
     that; ✗ after the achieved rate marks a wrong answer."""
@@ -245,7 +248,7 @@ def table(cells: pd.DataFrame, several_devices: bool) -> pd.DataFrame:
             out["device"] = row["device"]
         mark = " ✗" if row["wrong_answer"] else ""
         out.update({"GFLOP / iteration": fmt_ms(row["flops"] / 1e9),
-                    "median ms": fmt_ms(row["median_ms"]),
+                    "ms": fmt_ms(row["headline_ms"]),
                     "achieved GFLOP/s": fmt_ms(row["achieved_gflops"]) + mark,
                     "peak GFLOP/s": _peak_text(row),
                     "% of peak": fmt_share(row["fraction_of_peak"])

@@ -1,5 +1,7 @@
 """The answer first, one table per scenario: per model and input size, the fastest framework
-and optimization with a right answer, by how much over the runner-up (with the ratio's 95%
+and optimization with a right answer (by the scenario's headline figure: the median, or for
+training the wall time per step; dlbench.analysis.summary.headline), by how much over the
+runner-up (with the ratio's 95%
 interval, a tie where it contains 1), at which precision; each framework's own fastest right
 answer beside it; a note where the frameworks' recipes differ in kind (one had a compiled
 recipe, another eager only); and how many cells need a look, per kind, with the section
@@ -22,6 +24,13 @@ EFFICIENCY = "Efficiency against the machine's limit"
 UNEQUAL = "recipes compared"
 # The column that says when the verdict rests on a cell flagged busy, noisy or unstable.
 RESTS_ON = "measurement"
+# The column of the fastest cell's time: the median, or the wall time per iteration where
+# every cell of the scenario has it (dlbench.analysis.summary.headline).
+MEDIAN, WALL = "median ms", "ms per iteration, over wall time"
+
+
+def time_column(cells: pd.DataFrame) -> str:
+    return WALL if len(cells) and cells["headline_wall"].astype(bool).all() else MEDIAN
 
 
 def _name(row) -> str:
@@ -38,10 +47,11 @@ def _by(faster: float, low: float, high: float) -> str:
 
 
 def _slower_by(slower, best) -> str:
-    """How much slower `slower` is than `best` (two cells), with the interval."""
-    return _by(*ratio_interval(slower.median_ms, slower.median_ci95_ms_low,
-                               slower.median_ci95_ms_high, best.median_ms,
-                               best.median_ci95_ms_low, best.median_ci95_ms_high))
+    """How much slower `slower` is than `best` (two cells), with the interval (of their
+    headline figures: dlbench.analysis.summary.headline)."""
+    return _by(*ratio_interval(slower.headline_ms, slower.headline_ci95_ms_low,
+                               slower.headline_ci95_ms_high, best.headline_ms,
+                               best.headline_ci95_ms_low, best.headline_ci95_ms_high))
 
 
 def _correct(row) -> str:
@@ -118,21 +128,22 @@ def _framework_best(cells: pd.DataFrame, best) -> str:
     if right.empty:
         return "— (wrong answers only)"
     own = next(right.itertuples())
-    text = f"{own.optimization} ({own.precision}): {fmt_fixed(own.median_ms, 3)} ms"
+    text = f"{own.optimization} ({own.precision}): {fmt_fixed(own.headline_ms, 3)} ms"
     return f"{text}, the fastest" if own.Index == best.Index else \
         f"{text}, {_slower_by(own, best)}"
 
 
-def _row(scenario: str, group: pd.DataFrame, frameworks: list[str]) -> dict:
-    """The answer for one model and input size (group: its timed cells, fastest first)."""
+def _row(scenario: str, group: pd.DataFrame, frameworks: list[str], time: str) -> dict:
+    """The answer for one model and input size (group: its timed cells, fastest first;
+    time: the column of the fastest's time)."""
     right = group[~group["wrong_answer"]]
     if right.empty:
-        row = {"fastest": "— (no right answer)", "precision": "", "median ms": "",
+        row = {"fastest": "— (no right answer)", "precision": "", time: "",
                "correct": "", "by how much": "", "runner-up": ""}
     else:
         best = next(right.itertuples())
         row = {"fastest": _name(best), "precision": best.precision,
-               "median ms": fmt_fixed(best.median_ms, 3), "correct": _correct(best)}
+               time: fmt_fixed(best.headline_ms, 3), "correct": _correct(best)}
         if len(right) > 1:
             second = list(right.itertuples())[1]
             row["by how much"] = _slower_by(second, best)
@@ -146,7 +157,7 @@ def _row(scenario: str, group: pd.DataFrame, frameworks: list[str]) -> dict:
         row[best_of(framework)] = "" if right.empty else _framework_best(
             group[group["framework"].eq(framework)], best)
     faster_wrong = group[group["wrong_answer"] & (
-        group["median_ms"] < (right["median_ms"].min() if len(right) else float("inf")))]
+        group["headline_ms"] < (right["headline_ms"].min() if len(right) else float("inf")))]
     row["faster but wrong"] = ", ".join(f"✗ {_name(r)}" for r in faster_wrong.itertuples())
     return row
 
@@ -169,7 +180,8 @@ def winners(frame: pd.DataFrame, several_devices: bool = False) -> dict[str, pd.
         keys = ["model"] + (["device"] if several_devices else []) + sizes
         frameworks = sorted(cells["framework"].unique(), key=framework_rank)
         rows = [{**dict(zip(keys, values, strict=True)),
-                 **_row(scenario, group.sort_values("median_ms"), frameworks)}
+                 **_row(scenario, group.sort_values("headline_ms"), frameworks,
+                        time_column(cells))}
                 for values, group in cells.groupby(keys, sort=True)]
         if not rows:  # no cell with every key (a scenario's cells without a model)
             continue

@@ -1,11 +1,12 @@
 """The summary with the columns the analysis derives: precision, timed, checked,
-wrong_answer, eager_ms and speedup; tolerant of summaries written before a column
+wrong_answer, headline_ms, eager_ms and speedup; tolerant of summaries written before a column
 existed."""
 
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from scipy.stats import t as student
 
 from dlbench import scenarios as registry
 from dlbench.catalogue.recipes import recorded_precision
@@ -39,8 +40,11 @@ def derive(summary: pd.DataFrame) -> pd.DataFrame:
     wrong_answer  checked, and outside its precision's tolerance (unchecked: not wrong); a
                   training cell is checked by the accuracy match and wrong on a mismatch
     profiled      measured under a profiler (not compared with cells that were not)
-    eager_ms      the median of the same cell in its framework's eager, for timed cells
-    speedup       eager_ms / median_ms: above 1, faster than eager
+    headline_ms   what comparisons rank a cell by (`headline`): its median, or for a
+                  scenario that declares "wall" (training) the wall time per iteration
+                  (batch / samples_per_s), with headline_ci95_ms_low and _high
+    eager_ms      the headline of the same cell in its framework's eager, for timed cells
+    speedup       eager_ms / headline_ms: above 1, faster than eager
 
     Cells from another machine or dlbench version than the run's that aggregation left
     out of the comparisons (dlbench.records.origin; `report.mix_foreign`) are not in it: no answer,
@@ -79,15 +83,48 @@ def derive(summary: pd.DataFrame) -> pd.DataFrame:
     frame["checked"] = frame["correctness_within_tolerance"].notna()
     frame["wrong_answer"] = [v is not None and not pd.isna(v) and not bool(v)
                              for v in frame["correctness_within_tolerance"]]
+    frame = headline(frame)
     frame["eager_ms"] = np.nan
     for scenario, cells in frame.groupby("scenario"):
         keys = BASELINE_KEYS + [a for a in axes(scenario) if a in cells]
         eager = cells[cells["timed"] & cells["optimization"].eq("eager") & ~cells["profiled"]]
-        eager = eager.set_index(keys)["median_ms"]
+        eager = eager.set_index(keys)["headline_ms"]
         eager = eager[~eager.index.duplicated(keep=False)]  # an ambiguous baseline is none
         joined = cells.join(eager.rename("baseline"), on=keys)["baseline"]
         frame.loc[cells.index, "eager_ms"] = joined.where(cells["timed"] & ~cells["profiled"])
-    frame["speedup"] = frame["eager_ms"] / frame["median_ms"]
+    frame["speedup"] = frame["eager_ms"] / frame["headline_ms"]
+    return frame
+
+
+def headline(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame with headline_ms and its 95% interval (headline_ci95_ms_low, _high): the
+    median and its interval, or for the cells of a scenario whose headline is "wall" the
+    wall time per iteration — batch × 1000 / samples_per_s — with the t-interval of the
+    mean iteration (its standard error from std_ms over √iterations; the iterations of one
+    run are not independent draws, so it is a guide, as the medians' intervals are). A cell
+    without those figures keeps its median."""
+    frame = frame.assign(headline_ms=frame["median_ms"],
+                         headline_ci95_ms_low=frame["median_ci95_ms_low"],
+                         headline_ci95_ms_high=frame["median_ci95_ms_high"],
+                         headline_wall=False)
+    known = registry.scenarios()
+    walled = frame["scenario"].map(lambda s: s in known and known[s].headline == "wall")
+    needed = {"samples_per_s", "iterations", "std_ms"}
+    if not walled.any() or not needed <= set(frame.columns):
+        return frame
+    cells = frame[walled]
+    per_step = pd.to_numeric(cells["batch"], errors="coerce") * 1e3 / pd.to_numeric(
+        cells["samples_per_s"], errors="coerce")
+    n = pd.to_numeric(cells["iterations"], errors="coerce")
+    std = pd.to_numeric(cells["std_ms"], errors="coerce")
+    half = pd.Series(student.ppf(0.975, np.maximum(n - 1, 1)), index=cells.index) * std \
+        / np.sqrt(n)
+    usable = per_step.notna() & half.notna() & (n > 1)
+    rows = cells.index[usable]
+    frame.loc[rows, "headline_ms"] = per_step[usable]
+    frame.loc[rows, "headline_ci95_ms_low"] = (per_step - half)[usable].clip(lower=0)
+    frame.loc[rows, "headline_ci95_ms_high"] = (per_step + half)[usable]
+    frame.loc[rows, "headline_wall"] = True
     return frame
 
 
@@ -112,6 +149,7 @@ def axes(scenario: str) -> list[str]:
 _OUTCOME = {"cell_id", "scenario", "status", "reason", "started_at", "finished_at", "source",
             "intra_op_threads", "inter_op_threads", "iterations", "warmup_iterations",
             "relative_iqr", "timed", "checked", "wrong_answer", "eager_ms", "speedup",
+            "headline_ms", "headline_ci95_ms_low", "headline_ci95_ms_high", "headline_wall",
             "precision", "protocol", "attempts", "stopped_by", "target_ci", "profiled",
             origin.FOREIGN, origin.LEFT_OUT}
 _PREFIXES = ("env_", "utilization_", "flags_", "optimization_", "correctness_", "process_",

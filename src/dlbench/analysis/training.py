@@ -228,7 +228,8 @@ def _time_to_target(row) -> str:
 def throughput_table(trained: pd.DataFrame) -> pd.DataFrame:
     """Per cell: images/s (over the wall time; at the median step beside), the step's
     median, the share of it spent waiting for the next batch, the speed-up over its
-    framework's eager, final accuracy (✗: its group's frameworks disagree) and time to the
+    framework's eager (images/s over eager's, dlbench.analysis.summary.headline), final
+    accuracy (✗: its group's frameworks disagree) and time to the
     target (with seeds: their median, then each)."""
     table = pd.DataFrame({
         "framework": trained["framework"].map(framework_name),
@@ -237,7 +238,7 @@ def throughput_table(trained: pd.DataFrame) -> pd.DataFrame:
         "images/s": trained["samples_per_s"].map(lambda v: f"{v:,.0f}"),
         "at the median step": trained.reindex(columns=["median_step_samples_per_s"]).iloc[
             :, 0].map(lambda v: "—" if pd.isna(v) else f"{v:,.0f}"),
-        "step ms": trained["median_ms"].map(fmt_ms),
+        "median step ms": trained["median_ms"].map(fmt_ms),
         "waiting for data": trained["breakdown_input_wait_share"].map(lambda v: f"{v:.0%}"),
         # A speed-up that came with a mismatch does not count (`valid_speedup`).
         "vs eager": [f"{v:.2f}×" if ok else "" for v, ok in zip(

@@ -73,6 +73,12 @@ class Scenario:
     groupable: ClassVar[bool] = False
     # Result sections of this scenario that become summary columns: section → column prefix.
     summary_sections: ClassVar[dict[str, str]] = {}
+    # What its comparisons (the answer, the speed-ups) rank its cells by: "median", the
+    # median iteration; or "wall", the work over the wall time of the timed iterations, as
+    # time per iteration — for iterations that come in bursts, such as training steps fed
+    # by loader workers, whose median falls in one cluster of steps or between two
+    # (dlbench.analysis.summary.headline).
+    headline: ClassVar[str] = "median"
     # The operations it asks of a framework (a Protocol, e.g. inference_ops.InferenceOps):
     # each registered framework's dlbench.frameworks.<name>.<scenario> implements it.
     ops_interface: ClassVar[type | None] = None

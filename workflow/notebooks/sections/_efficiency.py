@@ -29,7 +29,8 @@ if len(scenarios(everything)) > 1:  # the first common section: out of the last 
 # feed-forward layers and the attention scores, or the CNN's convolutions and dense layers;
 # not the embeddings, softmax, layer norms or activations): a forward pass for inference, a
 # training step — 3 forward passes: forward and backward — for training. **Achieved
-# GFLOP/s** is that work over the median time. The **peak** is this machine's limit,
+# GFLOP/s** is that work over the median time (for training, over the wall time per step:
+# the images over the wall time). The **peak** is this machine's limit,
 # measured as one: per device, precision and thread count of the cells, the matrix product
 # of every library the frameworks use — PyTorch's default `torch.matmul` (MKL on the CPU,
 # cuBLAS on a GPU), oneDNN through PyTorch (CPU), TensorFlow's `tf.matmul` in a `tf.function`,

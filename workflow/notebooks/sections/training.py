@@ -69,12 +69,14 @@ else:
 # %% [markdown]
 # ## Throughput per framework, optimization and input pipeline
 #
-# Images per second in the steady state (timed steps × batch over their wall time, waiting for
-# the next batch included; at the median step beside it), the step's median, the share of it
-# spent **waiting for the input pipeline**, and the speed-up over the framework's eager with
-# the same pipeline and optimizer. Time to target: training time (evaluation apart) until the
-# test accuracy first reached the configured target; with several seeds, their median (a seed
-# that never reached it counts as slowest), then each seed's in brackets.
+# Images per second in the steady state (timed steps × batch over their wall time, waiting
+# for the next batch included; at the median step beside it), the step's median, the share of
+# it spent **waiting for the input pipeline**, and the speed-up over the framework's eager
+# with the same pipeline and optimizer (of the images per second: steps that wait for data
+# are bimodal, so the median step can fall in either cluster). Time to target: training time
+# (evaluation apart) until the test accuracy first reached the configured target; with
+# several seeds, their median (a seed that never reached it counts as slowest), then each
+# seed's in brackets.
 
 # %%
 if not trained.empty:
