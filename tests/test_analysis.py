@@ -803,7 +803,8 @@ def test_memory_table_shows_the_steady_state_beside_the_load_peak():
         cell("tensorflow", median=5.0, peak_host_rss_mb=1796.0, load_peak_mb=1796.0,
              resident_after_model_mb=900.0, first_call_peak_mb=950.0, steady_peak_mb=940.0),
         cell("tensorflow", median=9.0, seqlen=48, peak_host_rss_mb=1796.0, load_peak_mb=1796.0,
-             resident_after_model_mb=900.0, first_call_peak_mb=1000.0, steady_peak_mb=1010.0),
+             resident_after_model_mb=900.0, first_call_peak_mb=1000.0, steady_peak_mb=1010.0,
+             sampled_peak_rss_mb=2500.0),
         cell("pytorch", median=3.0, peak_host_rss_mb=600.0),  # measured before phases
     )
     table = memory.memory_table(timed(rows))
@@ -815,6 +816,10 @@ def test_memory_table_shows_the_steady_state_beside_the_load_peak():
     summary = memory.load_versus_steady(timed(rows)).set_index("framework")
     assert summary.loc["TensorFlow", "load peak"] == "1,796"
     assert summary.loc["TensorFlow", "steady − model"] == "75"
+    # The process's own peak, and its tree's where the supervisor sampled it (an H100's
+    # compile cell: 1,195 MiB in the process, 6,952 with torch.compile's 16 workers).
+    assert summary.loc["TensorFlow", "whole-cell peak"] == "1,796"
+    assert summary.loc["TensorFlow", "with its child processes (sampled)"] == "2,500"
     assert memory.memory_table(timed(frame(cell(median=1.0, peak_host_rss_mb=5.0)))) is None
 
 

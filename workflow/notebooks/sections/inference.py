@@ -304,9 +304,12 @@ else:
 # memory of the measuring process): the **load peak** until the model is ready, the
 # **model resident** then, the **first call's peak** (compilation, tracing) and the
 # **steady peak** during the timed loop; **steady − model** is what an input of that size
-# costs on top of the model. On a GPU the same phases come from the framework's allocator,
-# and NVML's view of the process during the timed loop beside them (TensorFlow runs with
-# memory growth on, so that NVML does not report the whole card).
+# costs on top of the model. The whole cell's peak is the measuring process's; beside it the
+# peak of its process tree, sampled (torch.compile's compile workers: the sum of their
+# resident memory, which counts a page they share in each, so an upper bound). On a GPU the
+# same phases come from the framework's allocator, and NVML's view of the process during the
+# timed loop beside them (TensorFlow runs with memory growth on, so that NVML does not
+# report the whole card).
 
 # %%
 phases = memory.memory_table(ok)
