@@ -67,6 +67,10 @@ def test_on_a_gpu_idle_time_without_waiting_is_host_bound():
         bottleneck.HOST
     assert bottleneck.verdict(row(0.01, 0.99, device="gpu", utilization=92))[0] == \
         bottleneck.GPU
+    # A loop shorter than NVML's 1-s period has no utilization: no verdict, and never the
+    # CPU's "compute-bound" on a GPU.
+    name, why = bottleneck.verdict(row(0.01, 0.99, device="gpu"))
+    assert name == bottleneck.UNDECIDED and "no GPU utilization" in why
 
 
 @pytest.mark.parametrize(("optimization", "compiler_advised"), [
@@ -140,6 +144,15 @@ def test_a_starved_pipelines_uneven_steps_are_its_own_not_noise(wait, efficiency
     assert name == expected, why
     if expected == bottleneck.INPUT:
         assert UNEVEN in why and "the pipeline's unevenness" in why
+    # The advice follows the verdict: a decided cell is told what the matrix measured.
+    faster = {**row(0.01, 0.99), "flags_unstable": False}
+    cells = pd.DataFrame([{**c, "cell_id": f"c{p}", "framework": "pytorch", "model": "cnn",
+                           "batch": 64, "optimizer": "sgd", "device": "cpu",
+                           "samples_per_s": speed, "profiled": False, "pipeline": p,
+                           "optimization": "eager", "ablation_samples_per_s": 700.0}
+                          for c, p, speed in ((cell, "w2", 200.0), (faster, "memory", 600.0))])
+    advice = bottleneck.table(cells).set_index("cell").loc["cw2", "try next"]
+    assert ("measured here" in advice) == (expected != bottleneck.UNDECIDED), advice
 
 
 def pipelines(*cells: tuple[str, float, bool]) -> pd.DataFrame:

@@ -329,24 +329,31 @@ def test_training_is_ranked_by_the_wall_time_per_step_not_the_median_step():
     cudnn-benchmark's (9.1 ms) between the two, while the images over the wall time were
     6,502 against 5,105 per second. The answer and the speed-up follow the wall time: the
     verdict comes out the other way from the medians' (1.85×), not as a tie."""
-    def trained(optimization, median, per_s, mean, std):
+    def trained(optimization, median, per_s, interval=None):
+        wall = 64e3 / per_s
+        low, high = interval or (wall * 0.8, wall * 1.2)
         return cell("pytorch", optimization, median, scenario="training", batch=64,
                     seqlen=np.nan, median_ci95_ms_low=median * 0.8,
-                    median_ci95_ms_high=median * 2.8, samples_per_s=per_s, mean_ms=mean,
-                    std_ms=std, iterations=40, within=None)
+                    median_ci95_ms_high=median * 2.8, samples_per_s=per_s,
+                    wall_step_ms=wall, wall_step_ms_ci95_low=low,
+                    wall_step_ms_ci95_high=high, within=None)
 
-    cells = frame(trained("eager", 4.907, 6502.1, 9.832, 6.90),
-                  trained("cudnn-benchmark", 9.058, 5105.1, 12.52, 8.10))
+    cells = frame(trained("eager", 4.907, 6502.1), trained("cudnn-benchmark", 9.058, 5105.1))
     rows = cells.set_index("optimization")
     assert rows.loc["eager", "headline_ms"] == pytest.approx(64e3 / 6502.1)
     assert rows.loc["cudnn-benchmark", "speedup"] == pytest.approx(5105.1 / 6502.1)
     answer = headline.winners(cells)["training"].iloc[0]
     assert answer["fastest"] == "PyTorch eager"
-    assert answer["ms per iteration, over wall time"] == "9.843"
-    assert "median ms" not in answer
-    assert answer["by how much"].startswith("tie: 1.27×")  # 40 bursty steps: wide
-    # Without the wall-time figures (an older summary), the median decides as before.
-    older = frame(*({k: v for k, v in row.items() if k != "samples_per_s"}
-                    for row in (trained("eager", 4.907, 1.0, 9.8, 6.9),
-                                trained("cudnn-benchmark", 9.058, 1.0, 12.5, 8.1))))
-    assert headline.winners(older)["training"].iloc[0]["median ms"] == "4.907"
+    assert answer[headline.WALL] == "9.843"
+    assert headline.MEDIAN not in answer
+    assert answer["by how much"].startswith("tie: 1.27×")  # ±20% a side: wide
+    narrow = frame(trained("eager", 4.907, 6502.1, (9.6, 10.1)),
+                   trained("cudnn-benchmark", 9.058, 5105.1, (12.2, 12.9)))
+    assert headline.winners(narrow)["training"].iloc[0]["by how much"].startswith("1.27×")
+    # A cell recorded before the wall time (none here): the whole scenario is compared by
+    # its medians, never one cell's wall time against another's median.
+    older = trained("cudnn-benchmark", 9.058, 5105.1)
+    older["wall_step_ms"] = np.nan
+    mixed = frame(trained("eager", 4.907, 6502.1), older)
+    assert not mixed["headline_wall"].any()
+    assert headline.winners(mixed)["training"].iloc[0][headline.MEDIAN] == "4.907"

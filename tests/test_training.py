@@ -656,3 +656,22 @@ def test_jax_fp16_skips_a_step_with_inf_gradients_and_halves_its_scale(grads, ap
     assert np.allclose(found["w"], expected)
     assert found["scale"] == 2.0**16 * (1 if applied else 0.5)
     assert found["good"] == (1 if applied else 0)
+
+
+def test_the_wall_time_per_step_and_its_interval_widen_with_the_seeds_spread():
+    """What the report compares training cells by: the wall time per step with the
+    t-interval of the mean step, which with several seeds is never narrower than the
+    spread of the seeds' own wall times (their steps are not independent draws)."""
+    from dlbench.measure.stats import t95
+    from dlbench.measure.training import throughput
+
+    steps = [4.0, 15.0] * 20  # bimodal: a batch waited for, a batch ready
+    one = throughput(steps, 64, sum(steps) / 1e3)
+    assert one["wall_step_ms"] == pytest.approx(9.5)
+    low, high = one["wall_step_ms_ci95"]
+    assert low < 9.5 < high and high - low == pytest.approx(
+        2 * t95(39) * float(np.std(steps, ddof=1)) / 40**0.5)
+    apart = throughput(steps, 64, sum(steps) / 1e3, per_process_steps_ms=[7.0, 12.0])
+    assert apart["wall_step_ms_ci95"][1] - apart["wall_step_ms_ci95"][0] > 2 * (high - low)
+    agree = throughput(steps, 64, sum(steps) / 1e3, per_process_steps_ms=[9.5, 9.5])
+    assert agree["wall_step_ms_ci95"] == pytest.approx([low, high])

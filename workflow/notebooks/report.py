@@ -63,20 +63,20 @@ display(HTML(f'<nav id="{CONTENTS_ID}"></nav>'))
 # ## The answer
 #
 # For each scenario, model and input size, the fastest framework and optimization among the
-# cells whose output was right (a wrong answer never wins), its precision and median, and
+# cells whose output was right (a wrong answer never wins), its precision and time, and
 # **by how much** it beats the runner-up: the runner-up's median over the fastest's, with the
 # 95% interval from the two medians' intervals (training: the wall time per step, from the
-# images per second, with the t-interval of the mean step). A **tie** is an interval that
-# contains 1: the difference is inside the measured noise. Precisions differ between rows
-# only where the fastest cell ran in a reduced precision: the precision column says so. Each
-# framework's **best** is its own fastest right answer (optimization, precision, median) and
-# how much slower it is than the fastest, so that every framework's standing shows even where
-# the winner and the runner-up are of one framework. A recipe is *eager* (op by op) or
-# *compiled* (a trace, a graph, Inductor, XLA); where the frameworks' right answers differ in
-# that (one had a compiled recipe, the other eager only), **⚠ unequal** says so beside the
-# verdict: the comparison is then of unlike recipes, not of the frameworks. So does
-# **⚠ unequal attention** where the frameworks ran different attention implementations (PyTorch's
-# SDPA against the explicit attention of the others).
+# images per second, with the t-interval of the mean step, widened by the seeds' spread). A
+# **tie** is an interval that contains 1: the difference is inside the measured noise.
+# Precisions differ between rows only where the fastest cell ran in a reduced precision: the
+# precision column says so. Each framework's **best** is its own fastest right answer
+# (optimization, precision, time) and how much slower it is than the fastest, so that every
+# framework's standing shows even where the winner and the runner-up are of one framework. A
+# recipe is *eager* (op by op) or *compiled* (a trace, a graph, Inductor, XLA); where the
+# frameworks' right answers differ in that (one had a compiled recipe, the other eager only),
+# **⚠ unequal** says so beside the verdict: the comparison is then of unlike recipes, not of
+# the frameworks. So does **⚠ unequal attention** where the frameworks ran different
+# attention implementations (PyTorch's SDPA against the explicit attention of the others).
 
 # %%
 answers = headline.winners(df, several_devices(df))

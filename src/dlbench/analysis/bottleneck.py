@@ -102,6 +102,12 @@ def efficiency_interval(row) -> tuple[float, float]:
     return ceiling[0] / real[1], ceiling[1] / real[0]
 
 
+def undecided(row) -> bool:
+    """Whether a cell's noise flags leave it without a verdict (uneven_waiting excepted)."""
+    flagged = noise_flags(row)
+    return bool(flagged) and not (flagged == ["unstable"] and uneven_waiting(row))
+
+
 def noise_flags(row) -> list[str]:
     """The noise flags the harness set on a cell (summary columns flags_<name>), in words."""
     return [name.replace("_", " ") for name in NOISE if _true(row.get(f"flags_{name}"))]
@@ -112,7 +118,7 @@ def verdict(row) -> tuple[str, str]:
     flagged cell is not decided, except where its only flag is the unevenness of a starved
     pipeline (uneven_waiting)."""
     flagged = noise_flags(row)
-    if flagged == ["unstable"] and uneven_waiting(row):
+    if flagged and not undecided(row):  # unstable alone, from a starved pipeline
         name, why = figures_verdict(row)
         reasons = row.get("flags_reasons")
         spread = reasons if isinstance(reasons, str) and reasons else "unstable"
@@ -157,7 +163,13 @@ def figures_verdict(row) -> tuple[str, str]:
                        "caches, copies)")
     if wait >= PARTLY_WAIT or high <= PARTLY_EFFICIENCY:
         return PARTLY, f"{waiting}; {proof}"
-    if row.get("device") == "gpu" and not np.isnan(utilization):
+    if row.get("device") == "gpu" and np.isnan(utilization):
+        # NVML's utilization covers its last second: a shorter loop has none of its own
+        # (dlbench.measure.sampler), and a GPU cell is host- or gpu-bound, never "compute".
+        return UNDECIDED, (f"{waiting}; {proof}; no GPU utilization for the timed steps "
+                           "(shorter than NVML's 1-s period, or no NVML): host- or "
+                           "gpu-bound cannot be told apart")
+    if row.get("device") == "gpu":
         busy = f"the GPU was busy {utilization:.0f}% of the time"
         if utilization < HOST_BOUND_UTILIZATION:
             return HOST, f"{waiting}, yet {busy}: launches and Python keep it waiting"
@@ -202,8 +214,8 @@ def _alternatives(row, trained: pd.DataFrame) -> str:
     """What the matrix measured that answers the verdict: the fastest other pipeline or
     optimization of the same framework, model, batch and optimizer, and its gain; flagged
     cells neither get nor give such advice."""
-    clean = [not noise_flags(other) for _, other in trained.iterrows()]
-    if noise_flags(row):
+    clean = [not undecided(other) for _, other in trained.iterrows()]
+    if undecided(row):
         return ""
     trained = trained[clean]
     same = trained[(trained["framework"] == row["framework"]) & (trained["model"] == row["model"])

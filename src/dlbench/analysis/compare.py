@@ -1,7 +1,9 @@
 """Two result sets, cell by cell: what got slower, what got faster, what is inside the noise.
 
 For every cell that both sets hold and that is ok (timed) in both: the baseline's and the
-new set's median (host-timed, `median_ms`, every report's headline), their ratio
+new set's median (host-timed, `median_ms`, the report's headline but for training, which
+the report compares by the wall time per step: a training cell's median step can move
+between the clusters of a bursty pipeline's steps), their ratio
 new/baseline with its 95% interval, and a verdict. How the interval is made, and so what
 it covers, depends on how the two sets were measured:
 

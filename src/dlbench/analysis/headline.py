@@ -121,7 +121,8 @@ def rests_on_flagged(compared: pd.DataFrame) -> str:
 
 def _framework_best(cells: pd.DataFrame, best) -> str:
     """A framework's fastest right answer among cells (sorted, fastest first): its
-    optimization, precision and median, and how much slower than the overall fastest."""
+    optimization, precision and headline time, and how much slower than the overall
+    fastest."""
     if cells.empty:
         return "— (no timing)"
     right = cells[~cells["wrong_answer"]]
@@ -166,9 +167,10 @@ def winners(frame: pd.DataFrame, several_devices: bool = False) -> dict[str, pd.
     """{scenario: its answer}, one row per model (device) and input size (the scenario's
     axes, integers where they are) with a timed cell: the fastest framework and
     optimization among the cells whose answer is not wrong (unprofiled), its precision and
-    median (ms), its correctness (✓, or 'not checked'), the runner-up and how much slower
-    it is (runner-up median / fastest median with its 95% interval; 'tie' where that
-    contains 1); where one framework's right answers include a compiled recipe and
+    headline time (ms: the median, or training's wall time per step, summary.headline), its
+    correctness (✓, or 'not checked'), the runner-up and how much slower it is (the
+    runner-up's time over the fastest's with its 95% interval; 'tie' where that contains
+    1); where one framework's right answers include a compiled recipe and
     another's do not (`unequal_recipes`), a note saying so; each framework's own fastest right
     answer ('<framework>'s best'); and the faster cells that computed a wrong answer (✗:
     they do not win). A column empty in every row is left out."""

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy.stats import t as student
 
 from dlbench import scenarios as registry
 from dlbench.catalogue.recipes import recorded_precision
@@ -97,34 +96,29 @@ def derive(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 def headline(frame: pd.DataFrame) -> pd.DataFrame:
-    """The frame with headline_ms and its 95% interval (headline_ci95_ms_low, _high): the
-    median and its interval, or for the cells of a scenario whose headline is "wall" the
-    wall time per iteration — batch × 1000 / samples_per_s — with the t-interval of the
-    mean iteration (its standard error from std_ms over √iterations; the iterations of one
-    run are not independent draws, so it is a guide, as the medians' intervals are). A cell
-    without those figures keeps its median."""
+    """The frame with headline_ms, its 95% interval (headline_ci95_ms_low, _high) and
+    headline_wall: the median and its interval, or for a scenario whose headline is "wall"
+    (training) the wall time per step that each cell recorded with its interval
+    (dlbench.measure.training.throughput) — for all of the scenario's timed cells or, where
+    one lacks it (recorded before it existed), for none, so that no comparison sets one
+    figure against the other."""
     frame = frame.assign(headline_ms=frame["median_ms"],
                          headline_ci95_ms_low=frame["median_ci95_ms_low"],
                          headline_ci95_ms_high=frame["median_ci95_ms_high"],
                          headline_wall=False)
-    known = registry.scenarios()
-    walled = frame["scenario"].map(lambda s: s in known and known[s].headline == "wall")
-    needed = {"samples_per_s", "iterations", "std_ms"}
-    if not walled.any() or not needed <= set(frame.columns):
+    wall = ["wall_step_ms", "wall_step_ms_ci95_low", "wall_step_ms_ci95_high"]
+    if not set(wall) <= set(frame.columns):
         return frame
-    cells = frame[walled]
-    per_step = pd.to_numeric(cells["batch"], errors="coerce") * 1e3 / pd.to_numeric(
-        cells["samples_per_s"], errors="coerce")
-    n = pd.to_numeric(cells["iterations"], errors="coerce")
-    std = pd.to_numeric(cells["std_ms"], errors="coerce")
-    half = pd.Series(student.ppf(0.975, np.maximum(n - 1, 1)), index=cells.index) * std \
-        / np.sqrt(n)
-    usable = per_step.notna() & half.notna() & (n > 1)
-    rows = cells.index[usable]
-    frame.loc[rows, "headline_ms"] = per_step[usable]
-    frame.loc[rows, "headline_ci95_ms_low"] = (per_step - half)[usable].clip(lower=0)
-    frame.loc[rows, "headline_ci95_ms_high"] = (per_step + half)[usable]
-    frame.loc[rows, "headline_wall"] = True
+    known = registry.scenarios()
+    for scenario, cells in frame.groupby("scenario"):
+        if scenario not in known or known[scenario].headline != "wall":
+            continue
+        timed = cells[cells["timed"]]
+        if timed.empty or timed[wall].isna().any(axis=None):
+            continue
+        frame.loc[timed.index, ["headline_ms", "headline_ci95_ms_low",
+                                "headline_ci95_ms_high"]] = timed[wall].to_numpy(float)
+        frame.loc[timed.index, "headline_wall"] = True
     return frame
 
 

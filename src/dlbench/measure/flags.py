@@ -84,8 +84,8 @@ def flags(relative_iqr: float, windows: list[dict | None], *, threads: int | Non
     if compilation and (compilation.get("graphs", 1) > 1 or compilation.get("graph_breaks")
                         or compilation.get("recompiles")):
         result["not_one_graph"] = True
-        reasons.append(f"not one graph: torch.compile made {compilation.get('graphs')} "
-                       f"graph(s), with {compilation.get('graph_breaks', 0)} graph break(s) and "
+        reasons.append(f"not one graph: {compilation.get('graphs')} graph(s), with "
+                       f"{compilation.get('graph_breaks', 0)} graph break(s) and "
                        f"{compilation.get('recompiles', 0)} recompilation(s)")
     result["reasons"] = reasons
     return result

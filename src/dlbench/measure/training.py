@@ -40,7 +40,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from dlbench.measure.parts import breakdown as shares_of_steps
-from dlbench.measure.stats import summarize
+from dlbench.measure.stats import between_processes, summarize, t95
 from dlbench.measure.timing import Stopping, timed_loop
 
 
@@ -200,12 +200,28 @@ def ablation(step: Step, batches: Iterator, count: int, batch: int,
             "samples_ms": samples, **summarize(samples)}
 
 
-def throughput(samples_ms: list[float], batch: int, wall_s: float) -> dict:
-    """Samples per second over the wall time of the steps, the median step's rate beside."""
-    return {"samples_per_s": len(samples_ms) * batch / wall_s, "wall_s": wall_s,
-            "steps": len(samples_ms),
-            "median_step_samples_per_s": batch / (float(np.median(samples_ms)) / 1e3),
-            "statistic": "steps × batch / wall time of the timed steps"}
+def throughput(samples_ms: list[float], batch: int, wall_s: float,
+               per_process_steps_ms: list[float] | None = None) -> dict:
+    """Samples per second over the wall time of the steps, the median step's rate beside,
+    and the wall time per step (what the report compares training cells by: steps fed by
+    loader workers are bimodal, so their median falls in either cluster) with its 95%
+    interval: the t-interval of the mean step, or with several processes (seeds) the wider
+    of it and the processes' spread (measure.stats.between_processes), since steps of
+    different processes are not independent draws."""
+    steps = len(samples_ms)
+    found = {"samples_per_s": steps * batch / wall_s, "wall_s": wall_s, "steps": steps,
+             "median_step_samples_per_s": batch / (float(np.median(samples_ms)) / 1e3),
+             "statistic": "steps × batch / wall time of the timed steps",
+             "wall_step_ms": wall_s * 1e3 / steps}
+    if steps > 1:
+        step, spread = found["wall_step_ms"], float(np.std(samples_ms, ddof=1))
+        half = t95(steps - 1) * spread / np.sqrt(steps)
+        low, high = max(step - half, 0.0), step + half
+        if per_process_steps_ms and len(per_process_steps_ms) > 1:
+            apart = between_processes(per_process_steps_ms, step)["median_ci95_ms"]
+            low, high = min(low, max(apart[0], 0.0)), max(high, apart[1])
+        found["wall_step_ms_ci95"] = [low, high]
+    return found
 
 
 # Batches the ablation feeds in turn (fewer where an epoch has fewer).

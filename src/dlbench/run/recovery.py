@@ -60,7 +60,8 @@ def summarize_failed_run(cells: Iterable[Cell], settings: dict, notebook: Path,
         shown = f"{paths.REPORT} shows them as errors with the reason"
     except ImportError as error:
         shown = (f"{paths.SUMMARY_CSV} lists them with the reason (no report: {error}; the "
-                 "report's packages are in envs/report.yaml)")
+                 "report's packages are in envs/report.yaml"
+                 + (f"; {paths.REPORT} is an earlier run's" if html.exists() else "") + ")")
     # Older than every record: they stand in for the aggregate and report rules' outputs
     # until a run completes, so the next run must see them as outdated and rebuild them.
     stamp = min(path.stat().st_mtime for path in files) - 1

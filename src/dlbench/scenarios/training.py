@@ -264,8 +264,10 @@ class Training(OptimizerSettings, Scenario):
             final_accuracy=sum(accuracies) / len(accuracies),
             accuracy_spread=max(accuracies) - min(accuracies),
             test_accuracy_per_seed=[r["test_accuracy"] for r in runs])
-        final["throughput"] = throughput(final["timing"]["samples_ms"],
-                                         records[0]["params"]["batch"], wall_s)
+        final["throughput"] = throughput(
+            final["timing"]["samples_ms"], records[0]["params"]["batch"], wall_s,
+            [r["throughput"]["wall_step_ms"] for r in ok
+             if "wall_step_ms" in (r.get("throughput") or {})])
         ceilings = [r["ablation"] for r in ok if r.get("ablation")]
         if ceilings:  # the ceiling over every repeat's samples, the efficiency against it
             from dlbench.measure.training import efficiency
@@ -299,7 +301,10 @@ class Training(OptimizerSettings, Scenario):
                            "properties": {"samples_per_s": positive, "wall_s": positive,
                                           "steps": {"type": "integer", "minimum": 1},
                                           "median_step_samples_per_s": positive,
-                                          "statistic": {"type": "string"}}},
+                                          "statistic": {"type": "string"},
+                                          "wall_step_ms": positive,
+                                          "wall_step_ms_ci95": {**numbers, "minItems": 2,
+                                                                "maxItems": 2}}},
             "pipeline": {"type": "object", "required": ["name", "in_memory", "workers"]},
             "compilation": COMPILATION_SCHEMA,
             "ablation": {"type": ["object", "null"],
