@@ -15,6 +15,7 @@ from dlbench.catalogue.models.vision import MODELS, initial_weights
 from dlbench.data import __main__ as data_cli
 from dlbench.data import cifar10, read_manifest, synthetic
 from dlbench.data.pipeline import parse
+from dlbench.measure.training import wall_step
 from dlbench.plan import config
 from dlbench.plan.matrix import expand_cells
 from dlbench.records import result
@@ -275,6 +276,13 @@ def test_seeds_train_in_fresh_processes_with_their_times_to_accuracy(tmp_path, s
     times = training["time_to_accuracy_s_per_seed"]  # any accuracy reaches 1%: both timed
     assert len(times) == 2 and all(t > 0 for t in times)
     assert training["time_to_accuracy_s"] == pytest.approx(np.median(times))
+    # What the report compares training by: the wall time per step over both seeds, its
+    # interval at least as wide as the pooled steps' t-interval alone.
+    rate, steps = record["throughput"], record["timing"]["samples_ms"]
+    assert rate["wall_step_ms"] == pytest.approx(rate["wall_s"] * 1e3 / len(steps))
+    low, high = rate["wall_step_ms_ci95"]
+    pooled = wall_step(steps, rate["wall_s"])["wall_step_ms_ci95"]
+    assert low <= pooled[0] <= rate["wall_step_ms"] <= pooled[1] <= high
 
 
 @pytest.fixture(scope="module")
@@ -663,15 +671,14 @@ def test_the_wall_time_per_step_and_its_interval_widen_with_the_seeds_spread():
     t-interval of the mean step, which with several seeds is never narrower than the
     spread of the seeds' own wall times (their steps are not independent draws)."""
     from dlbench.measure.stats import t95
-    from dlbench.measure.training import throughput
 
     steps = [4.0, 15.0] * 20  # bimodal: a batch waited for, a batch ready
-    one = throughput(steps, 64, sum(steps) / 1e3)
+    one = wall_step(steps, sum(steps) / 1e3)
     assert one["wall_step_ms"] == pytest.approx(9.5)
     low, high = one["wall_step_ms_ci95"]
     assert low < 9.5 < high and high - low == pytest.approx(
         2 * t95(39) * float(np.std(steps, ddof=1)) / 40**0.5)
-    apart = throughput(steps, 64, sum(steps) / 1e3, per_process_steps_ms=[7.0, 12.0])
+    apart = wall_step(steps, sum(steps) / 1e3, per_process_steps_ms=[7.0, 12.0])
     assert apart["wall_step_ms_ci95"][1] - apart["wall_step_ms_ci95"][0] > 2 * (high - low)
-    agree = throughput(steps, 64, sum(steps) / 1e3, per_process_steps_ms=[9.5, 9.5])
+    agree = wall_step(steps, sum(steps) / 1e3, per_process_steps_ms=[9.5, 9.5])
     assert agree["wall_step_ms_ci95"] == pytest.approx([low, high])

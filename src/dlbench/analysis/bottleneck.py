@@ -118,18 +118,15 @@ def verdict(row) -> tuple[str, str]:
     flagged cell is not decided, except where its only flag is the unevenness of a starved
     pipeline (uneven_waiting)."""
     flagged = noise_flags(row)
-    if flagged and not undecided(row):  # unstable alone, from a starved pipeline
-        name, why = figures_verdict(row)
-        reasons = row.get("flags_reasons")
-        spread = reasons if isinstance(reasons, str) and reasons else "unstable"
-        return name, (f"{why}; its steps vary ({spread}) because some wait "
-                      "for a batch and others find one ready: the pipeline's unevenness, "
-                      "not the machine's noise")
-    if flagged:
-        reasons = row.get("flags_reasons")
-        detail = reasons if isinstance(reasons, str) and reasons else ", ".join(flagged)
+    if not flagged:
+        return figures_verdict(row)
+    reasons = row.get("flags_reasons")
+    detail = reasons if isinstance(reasons, str) and reasons else ", ".join(flagged)
+    if undecided(row):
         return UNDECIDED, f"rests on a flagged measurement ({', '.join(flagged)}): {detail}"
-    return figures_verdict(row)
+    name, why = figures_verdict(row)  # unstable alone, from a starved pipeline
+    return name, (f"{why}; its steps vary ({detail}) because some wait for a batch and "
+                  "others find one ready: the pipeline's unevenness, not the machine's noise")
 
 
 def uneven_waiting(row) -> bool:

@@ -30,7 +30,7 @@ MEDIAN, WALL = "median ms", "ms per iteration, over wall time"
 
 
 def time_column(cells: pd.DataFrame) -> str:
-    return WALL if len(cells) and cells["headline_wall"].astype(bool).all() else MEDIAN
+    return WALL if len(cells) and cells["headline_wall"].all() else MEDIAN
 
 
 def _name(row) -> str:
@@ -181,9 +181,9 @@ def winners(frame: pd.DataFrame, several_devices: bool = False) -> dict[str, pd.
         sizes = [a for a in axes(scenario) if a in cells]
         keys = ["model"] + (["device"] if several_devices else []) + sizes
         frameworks = sorted(cells["framework"].unique(), key=framework_rank)
+        time = time_column(cells)
         rows = [{**dict(zip(keys, values, strict=True)),
-                 **_row(scenario, group.sort_values("headline_ms"), frameworks,
-                        time_column(cells))}
+                 **_row(scenario, group.sort_values("headline_ms"), frameworks, time)}
                 for values, group in cells.groupby(keys, sort=True)]
         if not rows:  # no cell with every key (a scenario's cells without a model)
             continue

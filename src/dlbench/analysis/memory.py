@@ -2,7 +2,6 @@
 peak, and the steady state's peak with its increase over the resident model (what an
 input of that size costs), per cell."""
 
-import numpy as np
 import pandas as pd
 
 from dlbench.report.format import framework_name
@@ -63,8 +62,6 @@ def load_versus_steady(timed: pd.DataFrame) -> pd.DataFrame | None:
     if "steady_peak_mb" not in cells or cells["steady_peak_mb"].isna().all():
         return None
     cells = cells[cells["steady_peak_mb"].notna()]
-    if "sampled_peak_rss_mb" not in cells:  # results without the supervisor's samples
-        cells = cells.assign(sampled_peak_rss_mb=np.nan)
     table = cells.groupby(["framework", "optimization"]).agg(
         cells=("cell_id", "size"), load=("load_peak_mb", "median"),
         steady=("steady_peak_mb", "median"), input=("input_mb", "median"),

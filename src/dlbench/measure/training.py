@@ -200,28 +200,31 @@ def ablation(step: Step, batches: Iterator, count: int, batch: int,
             "samples_ms": samples, **summarize(samples)}
 
 
-def throughput(samples_ms: list[float], batch: int, wall_s: float,
-               per_process_steps_ms: list[float] | None = None) -> dict:
-    """Samples per second over the wall time of the steps, the median step's rate beside,
-    and the wall time per step (what the report compares training cells by: steps fed by
-    loader workers are bimodal, so their median falls in either cluster) with its 95%
+def throughput(samples_ms: list[float], batch: int, wall_s: float) -> dict:
+    """Samples per second over the wall time of the steps, the median step's rate beside."""
+    return {"samples_per_s": len(samples_ms) * batch / wall_s, "wall_s": wall_s,
+            "steps": len(samples_ms),
+            "median_step_samples_per_s": batch / (float(np.median(samples_ms)) / 1e3),
+            "statistic": "steps × batch / wall time of the timed steps"}
+
+
+def wall_step(samples_ms: list[float], wall_s: float,
+              per_process_steps_ms: list[float] | None = None) -> dict:
+    """The wall time per step, what the report compares training cells by (steps fed by
+    loader workers are bimodal, so their median falls in either cluster), with its 95%
     interval: the t-interval of the mean step, or with several processes (seeds) the wider
     of it and the processes' spread (measure.stats.between_processes), since steps of
-    different processes are not independent draws."""
+    different processes are not independent draws. One step has no interval."""
     steps = len(samples_ms)
-    found = {"samples_per_s": steps * batch / wall_s, "wall_s": wall_s, "steps": steps,
-             "median_step_samples_per_s": batch / (float(np.median(samples_ms)) / 1e3),
-             "statistic": "steps × batch / wall time of the timed steps",
-             "wall_step_ms": wall_s * 1e3 / steps}
-    if steps > 1:
-        step, spread = found["wall_step_ms"], float(np.std(samples_ms, ddof=1))
-        half = t95(steps - 1) * spread / np.sqrt(steps)
-        low, high = max(step - half, 0.0), step + half
-        if per_process_steps_ms and len(per_process_steps_ms) > 1:
-            apart = between_processes(per_process_steps_ms, step)["median_ci95_ms"]
-            low, high = min(low, max(apart[0], 0.0)), max(high, apart[1])
-        found["wall_step_ms_ci95"] = [low, high]
-    return found
+    step = wall_s * 1e3 / steps
+    if steps < 2:
+        return {"wall_step_ms": step}
+    half = t95(steps - 1) * float(np.std(samples_ms, ddof=1)) / np.sqrt(steps)
+    low, high = max(step - half, 0.0), step + half
+    if per_process_steps_ms and len(per_process_steps_ms) > 1:
+        apart = between_processes(per_process_steps_ms, step)["median_ci95_ms"]
+        low, high = min(low, max(apart[0], 0.0)), max(high, apart[1])
+    return {"wall_step_ms": step, "wall_step_ms_ci95": [low, high]}
 
 
 # Batches the ablation feeds in turn (fewer where an epoch has fewer).

@@ -209,7 +209,8 @@ class Training(OptimizerSettings, Scenario):
         finally:
             ops.release()
         timing = run.timing()
-        rate = loop.throughput(run.totals_ms, batch, run.wall_s)
+        rate = {**loop.throughput(run.totals_ms, batch, run.wall_s),
+                **loop.wall_step(run.totals_ms, run.wall_s)}
         if ceiling:
             ceiling.update(loop.efficiency(run.totals_ms, ceiling["samples_ms"],
                                            rate["samples_per_s"], ceiling["samples_per_s"]))
@@ -248,7 +249,7 @@ class Training(OptimizerSettings, Scenario):
         final = super().combine(records)
         if len(records) == 1 or final["status"] != "ok":
             return final
-        from dlbench.measure.training import throughput, timing
+        from dlbench.measure.training import throughput, timing, wall_step
 
         final["timing"]["breakdown"] = timing(final["timing"]["samples_ms"], parts, 0, 0,
                                               0)["breakdown"]
@@ -264,10 +265,11 @@ class Training(OptimizerSettings, Scenario):
             final_accuracy=sum(accuracies) / len(accuracies),
             accuracy_spread=max(accuracies) - min(accuracies),
             test_accuracy_per_seed=[r["test_accuracy"] for r in runs])
-        final["throughput"] = throughput(
-            final["timing"]["samples_ms"], records[0]["params"]["batch"], wall_s,
-            [r["throughput"]["wall_step_ms"] for r in ok
-             if "wall_step_ms" in (r.get("throughput") or {})])
+        samples = final["timing"]["samples_ms"]
+        final["throughput"] = {
+            **throughput(samples, records[0]["params"]["batch"], wall_s),
+            **wall_step(samples, wall_s, [r["throughput"]["wall_step_ms"] for r in ok
+                                          if "wall_step_ms" in (r.get("throughput") or {})])}
         ceilings = [r["ablation"] for r in ok if r.get("ablation")]
         if ceilings:  # the ceiling over every repeat's samples, the efficiency against it
             from dlbench.measure.training import efficiency

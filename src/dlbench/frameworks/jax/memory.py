@@ -18,6 +18,6 @@ def device_peaks(stats: dict) -> dict[str, float | str]:
                          ("device_reserved_peak_mb", ("peak_pool_bytes",
                                                       "peak_bytes_reserved"))):
         value = next((stats[key] for key in keys if stats.get(key)), None)
-        if value:
+        if value is not None:
             found[column] = value / 2**20
     return found
