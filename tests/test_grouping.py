@@ -95,8 +95,11 @@ def test_a_failing_cell_costs_only_itself(tmp_path, fault, reason):
 # load: nothing else ran in the VM): tiny-bert b4 s64's median was 0.47 or 0.61-0.63 ms, b8's
 # 0.63 or 0.83-0.86, the mode switching within a group and holding across consecutive
 # processes (2026-11-26). A grouping bias slows every round.
+# Two cells, the group's second the larger: what grouping adds to a cell is the cells
+# measured before it in its process (four cells took two more processes a round, and
+# checked nothing more).
 ROUNDS, MAX_ROUNDS = 2, 5
-BATCHES, LENGTHS = ("1", "4"), ("32", "64")
+BATCHES, LENGTHS = ("1", "4"), ("64",)
 
 
 @pytest.mark.slow

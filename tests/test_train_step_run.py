@@ -48,14 +48,26 @@ def run_cell(out, framework: str, model: str, optimizer: str, optimization: str,
     return result.read(out)  # validated against the schema, this scenario's part included
 
 
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    """shared_inputs of a model, made once for the module's tests (a process of ~5 s)."""
+    made: dict[str, tuple[str, str]] = {}
+
+    def of(model: str) -> tuple[str, str]:
+        if model not in made:
+            made[model] = shared_inputs(tmp_path_factory.mktemp("inputs"), model)
+        return made[model]
+    return of
+
+
 # tiny-bert with Adam in the quick tests; a second family (GPT-2) with SGD in the slow ones.
 @pytest.fixture(scope="module", params=[
     ("tiny-bert", "adam"), pytest.param(("tiny-gpt2", "sgd"), marks=pytest.mark.slow)],
     ids=lambda p: "-".join(p))
-def records(request, tmp_path_factory) -> dict[str, dict]:
+def records(request, tmp_path_factory, inputs) -> dict[str, dict]:
     model, optimizer = request.param
     folder = tmp_path_factory.mktemp("train_step")
-    weights, reference = shared_inputs(folder, model)
+    weights, reference = inputs(model)
     return {framework: run_cell(folder / f"{framework}.json", framework, model, optimizer,
                                 RECIPE[framework], weights, reference)
             for framework in FRAMEWORKS}
@@ -125,12 +137,12 @@ def test_an_eager_step_counts_no_graphs(records):
 
 
 @pytest.mark.slow
-def test_compiled_steps(tmp_path):
+def test_compiled_steps(tmp_path, inputs):
     """torch.compile of the whole step is one part; XLA still times both of TensorFlow's
     functions, and the compilation is the first step's, not the loop's. The compiled step
     records dynamo's graphs, graph breaks and recompilations, and is flagged `not one
     graph` where dynamo split the step (as inference cells are)."""
-    weights, reference = shared_inputs(tmp_path, "tiny-bert")
+    weights, reference = inputs("tiny-bert")
     whole = run_cell(tmp_path / "pt.json", "pytorch", "tiny-bert", "adam", "compile-step",
                      weights, reference)
     assert whole["status"] == "ok", whole["reason"]
@@ -159,10 +171,10 @@ def test_compiled_steps(tmp_path):
 
 
 @pytest.mark.slow
-def test_tensorflows_legacy_optimizer(tmp_path):
+def test_tensorflows_legacy_optimizer(tmp_path, inputs):
     """tf.keras.optimizers.legacy: the update as one C++ kernel per variable, the same
     training otherwise."""
-    weights, reference = shared_inputs(tmp_path, "tiny-bert")
+    weights, reference = inputs("tiny-bert")
     record = run_cell(tmp_path / "tf.json", "tensorflow", "tiny-bert", "adam",
                       "legacy-optimizer", weights, reference)
     assert record["status"] == "ok", record["reason"]
@@ -173,13 +185,13 @@ def test_tensorflows_legacy_optimizer(tmp_path):
 
 
 @pytest.mark.slow
-def test_jax_fp16_scales_its_loss(tmp_path):
+def test_jax_fp16_scales_its_loss(tmp_path, inputs):
     """JAX in fp16: the Flax modules compute in float16, the loss scaled dynamically as
     PyTorch's GradScaler does; the loss falls and stays finite (unscaled, a step in float16
     would underflow its gradients or overflow)."""
     from dlbench.frameworks import cpu_precision_problem
 
-    weights, reference = shared_inputs(tmp_path, "tiny-bert")
+    weights, reference = inputs("tiny-bert")
     record = run_cell(tmp_path / "jax.json", "jax", "tiny-bert", "adam", "jit-fp16",
                       weights, reference)
     problem = cpu_precision_problem("fp16")
