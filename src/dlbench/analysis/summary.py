@@ -100,7 +100,7 @@ def headline(frame: pd.DataFrame) -> pd.DataFrame:
     """The frame with headline_ms, its 95% interval (headline_ci95_ms_low, _high) and
     headline_wall: the median and its interval, or for a scenario whose headline is "wall"
     (training) the wall time per step that each cell recorded with its interval
-    (dlbench.measure.training.throughput) — for all of the scenario's timed cells or, where
+    (dlbench.measure.training.wall_step) — for all of the scenario's timed cells or, where
     one lacks it (recorded before it existed), for none, so that no comparison sets one
     figure against the other."""
     frame = frame.assign(headline_ms=frame["median_ms"],
