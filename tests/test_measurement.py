@@ -95,6 +95,16 @@ def test_fingerprint_is_stable_and_ignores_the_hostname(monkeypatch):
     assert env.fingerprint()["fingerprint"] == first["fingerprint"]
 
 
+def test_packages_hash_reads_what_importlib_metadata_parses():
+    """The fast read of each distribution's name and version agrees with importlib's full
+    parse of its metadata, so that a hash stays the hash of results measured before it."""
+    from importlib import metadata
+
+    parsed = sorted(f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions())
+    assert sorted(env._name_and_version(d) for d in metadata.distributions()) == parsed
+    assert len(parsed) > 50  # this environment's distributions, not none
+
+
 def test_gpu_precision_check_names_the_gpu_and_what_it_lacks():
     from dlbench.frameworks import gpu_precision_problem
 

@@ -118,8 +118,22 @@ def gpus() -> list[dict]:
 @cache
 def packages_hash() -> str:
     """A hash of every installed distribution and version: same hash, same software."""
-    names = sorted(f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions())
+    names = sorted(_name_and_version(d) for d in metadata.distributions())
     return hashlib.sha256("\n".join(names).encode()).hexdigest()[:16]
+
+
+def _name_and_version(distribution: metadata.Distribution) -> str:
+    """'Name==Version' from the metadata's head: what `d.metadata['Name']` and `d.version`
+    say, without parsing the whole file as an e-mail (10x slower: 0.09 s of every cell's
+    start for ~190 distributions here)."""
+    text = distribution.read_text("METADATA") or distribution.read_text("PKG-INFO") or ""
+    head: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line:  # the headers end at the first empty line
+            break
+        key, _, value = line.partition(":")
+        head.setdefault(key, value.strip())
+    return f"{head.get('Name')}=={head.get('Version')}"
 
 
 # The whole environment: the hardware and the software, not the host's name.
