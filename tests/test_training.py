@@ -2,6 +2,7 @@
 data sets built from every source, input-pipeline settings, the cells and their reasons,
 and training cells measured for real in every framework."""
 
+import copy
 import json
 import pickle
 import subprocess
@@ -264,10 +265,39 @@ def test_pipelines_and_recipes_train_and_record(tmp_path, small_data, framework,
     assert record["utilization"]["process_cpu_cores_mean"] > 0
 
 
+@pytest.fixture(scope="module")
+def digits_data(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("data") / "digits"
+    data_cli.build("digits", folder, 0, 0, 0)
+    return folder
+
+
+# The accuracy match's settings: the tiny CNN on the digits, Adam, two seeds.
+MATCHED = ["--batch=32", "--optimizer=adam", "--no-ablation", "--no-breakdown", "--seeds=2"]
+
+
+def train_digits(folder, data, framework, optimization, rate, *extra, epochs=3) -> dict:
+    return run_training(folder, data, framework, "memory", optimization, *MATCHED,
+                        f"--learning-rate={rate}", f"--epochs={epochs}", *extra,
+                        model="tiny-cnn")
+
+
+@pytest.fixture(scope="module")
+def digits_sides(tmp_path_factory, digits_data) -> dict[str, dict]:
+    """Every registered framework's record of the tiny CNN trained with the matched
+    settings (its default step): the sides of the accuracy match, and the seeds' test's
+    record. A target accuracy of 1%, which any seed reaches, times each seed's time to it
+    (only recorded: the training goes on)."""
+    from dlbench.frameworks import registry
+
+    folder = tmp_path_factory.mktemp("digits-sides")
+    return {fw: train_digits(folder, digits_data, fw, registry.get(fw).default_step, 0.001,
+                             "--target-accuracy=0.01") for fw in registry.REGISTERED}
+
+
 @pytest.mark.slow
-def test_seeds_train_in_fresh_processes_with_their_times_to_accuracy(tmp_path, small_data):
-    record = run_training(tmp_path, small_data, "pytorch", "w0", "eager", "--seeds=2",
-                          "--target-accuracy=0.01")
+def test_seeds_train_in_fresh_processes_with_their_times_to_accuracy(digits_sides):
+    record = digits_sides["pytorch"]  # two seeds, each in a process of its own
     training = record["training"]
     assert record["settings"]["repeats"] == 2 and record["settings"]["seeds"] == 2
     assert training["seeds"] == [0, 1] and len(training["final_accuracies"]) == 2
@@ -285,15 +315,9 @@ def test_seeds_train_in_fresh_processes_with_their_times_to_accuracy(tmp_path, s
     assert low <= pooled[0] <= rate["wall_step_ms"] <= pooled[1] <= high
 
 
-@pytest.fixture(scope="module")
-def digits_data(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("data") / "digits"
-    data_cli.build("digits", folder, 0, 0, 0)
-    return folder
-
-
 @pytest.mark.slow
-def test_the_match_tells_two_different_models_from_the_same_one(tmp_path, digits_data):
+def test_the_match_tells_two_different_models_from_the_same_one(tmp_path, digits_data,
+                                                                digits_sides):
     """Real training of the tiny CNN (the CNN's layers at a tenth of its work: 11-22 s a
     framework for two seeds here, against 44-71 s for the CNN) on the digits (1,438 images,
     359 to test): every registered framework with the same settings (its default step) is
@@ -309,26 +333,22 @@ def test_the_match_tells_two_different_models_from_the_same_one(tmp_path, digits
     76.9/80.8%)."""
     from dlbench.analysis import training
     from dlbench.analysis.summary import derive
-    from dlbench.frameworks import registry
     from dlbench.records import aggregate
 
-    same = ["--batch=32", "--optimizer=adam", "--no-ablation", "--no-breakdown"]
+    def row(record: dict, claimed: dict) -> dict:
+        record = copy.deepcopy(record)
+        record["training"].update(claimed)  # what the configuration asked for
+        return aggregate.to_row(record, tmp_path / f"{record['cell_id']}.json")
 
-    def trained(framework, optimization, rate, *extra, epochs=3):
-        record = run_training(tmp_path, digits_data, framework, "memory", optimization,
-                              *same, f"--learning-rate={rate}", f"--epochs={epochs}", *extra,
-                              model="tiny-cnn")
-        # What the configuration asked for.
-        assert record["training"]["epochs"] == epochs
-        record["training"].update(learning_rate=0.001, epochs=3)
-        return aggregate.to_row(record, tmp_path / f"{framework}_{optimization}.json")
-
-    sides = {fw: trained(fw, registry.get(fw).default_step, 0.001, "--seeds=2")
-             for fw in registry.REGISTERED}
+    asked = {"learning_rate": 0.001, "epochs": 3}
+    assert all(r["training"]["epochs"] == 3 for r in digits_sides.values())
+    sides = {fw: row(record, asked) for fw, record in digits_sides.items()}
     # foreach: the same arithmetic, its own id. One epoch: at this rate the weights barely
     # move (Adam's steps are about the rate), so three would learn as little. Two seeds: with
     # one, the models' spread would rest on TensorFlow's two alone (1 degree of freedom).
-    slow = trained("pytorch", "foreach", 1e-7, "--seeds=2", epochs=1)
+    trained = train_digits(tmp_path, digits_data, "pytorch", "foreach", 1e-7, epochs=1)
+    assert trained["training"]["epochs"] == 1 and trained["training"]["learning_rate"] == 1e-7
+    slow = row(trained, asked)  # claims the same configuration as the sides
     alike = derive(aggregate.table(list(sides.values())))
     verdict = training.accuracy_match(alike).iloc[0]
     # 359 test images × 2 seeds a side: the noise (the models' pooled spread, 3 degrees of
@@ -638,6 +658,7 @@ def test_time_to_accuracy_per_seed_and_their_median():
 
 
 SCALED = """
+import copy
 import json
 import jax.numpy as jnp
 import numpy as np
