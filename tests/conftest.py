@@ -156,9 +156,10 @@ def chromium() -> str:
 # Most of an end-to-end test's time is processes starting, Snakemake planning and jobs
 # waiting, so two workers share the 2 cores. A test marked `alone` decides a verdict from
 # the machine's speed or load (a bottleneck, a significance, a ratio within the noise):
-# nothing runs beside it. Every other test holds a shared lock, an `alone` one the exclusive
-# lock, from its fixtures' set-up to their tear-down; the turnstile, taken first, keeps new
-# shared holders out while an `alone` test waits, so that it is not starved.
+# nothing runs beside its call. Every other test holds a shared lock from its fixtures'
+# set-up to their tear-down; an `alone` one sets up its fixtures under the shared lock too,
+# then holds the exclusive lock for its call and tear-down. The turnstile, taken first,
+# keeps new shared holders out while an `alone` test waits, so that it is not starved.
 # Consecutive `alone` tests on a worker (a module's, in order) keep the exclusive lock from
 # the first to the last: the machine is cleared for them once (waiting for the other
 # worker's test in progress, which can be a workflow of minutes), not once per test.
@@ -183,7 +184,7 @@ def shared_tmp(tmp_path_factory) -> Path:
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
-_held: dict[str, object] = {}  # the exclusive lock's open files while `alone` tests run
+_held: dict[str, object] = {}  # the lock's open files while a test runs, and whether exclusive
 
 # PyTorch's OpenMP threads (libgomp) spin at every barrier, ~300,000 turns, before they
 # sleep. Two 2-thread cells of the two workers on 2 cores: a spinning thread holds the core
@@ -211,30 +212,61 @@ def _is_alone(item) -> bool:
     return item is not None and item.get_closest_marker("alone") is not None
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_protocol(item, nextitem):
+def _lock_folder() -> Path | None:
+    """The folder of this test run's machine locks; None in a run of one process, where
+    nothing runs beside any test."""
     run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
-    if run is None:  # one process: nothing runs beside any test
-        yield
-        return
+    if run is None:
+        return None
     folder = Path(os.environ.get("TMPDIR", "/tmp")) / f"dlbench-tests-{run}"
     folder.mkdir(exist_ok=True)
-    alone = _is_alone(item)
-    _wait_policy(alone)
-    if alone and _held:  # the previous test was `alone` too and kept the machine
-        yield
-    else:
-        turnstile, lock = open(folder / "turnstile", "a"), open(folder / "alone", "a")
-        fcntl.flock(turnstile, fcntl.LOCK_EX)
-        fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
-        fcntl.flock(turnstile, fcntl.LOCK_UN)
-        _held.update(turnstile=turnstile, lock=lock)
-        yield
-    if alone and _is_alone(nextitem):
-        return  # keep the exclusive lock for the next one
-    for handle in _held.values():
+    return folder
+
+
+def _take(folder: Path, exclusive: bool) -> None:
+    """The machine, shared or exclusively, through the turnstile (see above)."""
+    turnstile, lock = open(folder / "turnstile", "a"), open(folder / "alone", "a")
+    fcntl.flock(turnstile, fcntl.LOCK_EX)
+    fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+    fcntl.flock(turnstile, fcntl.LOCK_UN)
+    _held.update(turnstile=turnstile, lock=lock, exclusive=exclusive)
+
+
+def _release() -> None:
+    for handle in (_held.pop("turnstile"), _held.pop("lock")):
         handle.close()  # closing the file releases its flock
     _held.clear()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """The shared lock from the set-up of a test's fixtures to their tear-down; an `alone`
+    test's call and tear-down hold the exclusive lock (pytest_runtest_call)."""
+    folder = _lock_folder()
+    if folder is None:
+        yield
+        return
+    alone = _is_alone(item)
+    # An `alone` test's fixtures are made beside other tests (the shared workflow run that
+    # the interleaved comparison starts from took 60 s, the other worker waiting): what is
+    # timed alone is its call. Consecutive `alone` tests keep the machine throughout.
+    _wait_policy(alone and bool(_held))
+    if not (alone and _held):
+        _take(folder, exclusive=False)
+    yield
+    if alone and _is_alone(nextitem):
+        return  # keep the exclusive lock for the next one
+    _release()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    folder = _lock_folder()
+    if folder is not None and _is_alone(item) and not _held.get("exclusive"):
+        _release()
+        _take(folder, exclusive=True)
+        _wait_policy(True)
+    yield
 
 
 # The order in which `--dist loadscope` hands out whole modules (the collection's, which
