@@ -202,6 +202,67 @@ def test_interleaved_rounds_are_paired_so_drift_cancels(tmp_path):
     assert row["ratio_low"] < 1 < row["ratio_high"] and row["verdict"] == NOT_SIGNIFICANT
 
 
+# A real training cell of two seeds (one process each; `dlbench run --scenario=training
+# --model=tiny-cnn --pipeline=memory --seeds=2` on 256 synthetic images): the report ranks
+# training cells by the wall time per step, and so does a comparison.
+TRAINING = json.loads((REPO / "tests" / "data" / "training_two_seeds.json").read_text())
+
+
+def training_set(folder: Path, walls: float = 1.0, medians: float = 1.0,
+                 per_process: bool = True) -> resultset.ResultSet:
+    """The training cell as a result set, its wall times per step (the whole cell's, its
+    interval, each process's) times `walls`, its step times times `medians`; without the
+    processes' wall times where per_process is False (as recorded before them)."""
+    record = json.loads(json.dumps(TRAINING))
+    record["timing"] = scaled(record["timing"], medians)
+    record["timing"]["repeats"] = [scaled(r, medians) for r in record["timing"]["repeats"]]
+    rate = record["throughput"]
+    rate["wall_step_ms"] *= walls
+    rate["wall_step_ms_ci95"] = [v * walls for v in rate["wall_step_ms_ci95"]]
+    for repeat in record["timing"]["repeats"]:
+        repeat["wall_step_ms"] = repeat["wall_step_ms"] / medians * walls
+        if not per_process:
+            del repeat["wall_step_ms"]
+    (folder / "runs").mkdir(parents=True)
+    (folder / "runs" / f"{record['cell_id']}.json").write_text(json.dumps(record))
+    return resultset.load(folder)
+
+
+def test_a_training_cell_is_compared_by_its_wall_time_per_step(tmp_path):
+    """As the report ranks it: a step-time median that moved with the wall time unchanged
+    is no change, a wall time that moved with the medians unchanged is; the processes'
+    wall times are tested, and paired where the sides were interleaved."""
+    cell = TRAINING["cell_id"]
+    base = training_set(tmp_path / "base")
+    assert len(base.process_walls[cell]) == 2  # one per seed
+    slower = compare(base, training_set(tmp_path / "slower", walls=1.1)).cells.iloc[0]
+    assert slower["statistic"] == "wall time per step"
+    assert slower["baseline_ms"] == pytest.approx(TRAINING["throughput"]["wall_step_ms"])
+    assert slower["ratio"] == pytest.approx(1.1)
+    assert slower["test"] == "process wall times per step 2/2"
+    medians = compare(base, training_set(tmp_path / "medians", medians=1.6)).cells.iloc[0]
+    assert medians["ratio"] == pytest.approx(1.0)
+    # Interleaved, each round's process 10% slower in wall time: a regression, paired; the
+    # medians 60% slower and the wall times alike: no change.
+    row = compare(base, training_set(tmp_path / "rounds", walls=1.1),
+                  interleaved=True).cells.iloc[0]
+    assert (row["test"], row["verdict"]) == ("paired t, 2 interleaved rounds", REGRESSION)
+    assert row["ratio"] == pytest.approx(1.1)
+    row = compare(base, training_set(tmp_path / "alike", medians=1.6),
+                  interleaved=True).cells.iloc[0]
+    assert row["ratio"] == pytest.approx(1.0) and row["verdict"] == NOT_SIGNIFICANT
+
+
+def test_a_training_side_without_wall_times_per_process_is_not_tested_on_medians(tmp_path):
+    """A side recorded before the processes' wall times: the wall times' intervals decide,
+    and no test sets one side's medians against the other's wall times."""
+    base = training_set(tmp_path / "base", per_process=False)
+    row = compare(base, training_set(tmp_path / "new", walls=1.1)).cells.iloc[0]
+    assert row["statistic"] == "wall time per step" and row["ratio"] == pytest.approx(1.1)
+    assert row["test"] == "none (a side has no wall time per step of each process)"
+    assert np.isnan(row["p_value"])
+
+
 def test_paired_rounds_with_no_spread():
     assert paired([1.0, 2.0], [2.0, 4.0])[1:] == (2.0, 2.0, 0.0)  # a certain doubling
     assert paired([1.0, 2.0], [1.0, 2.0])[3] == 1.0  # identical: a tie

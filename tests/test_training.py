@@ -313,6 +313,9 @@ def test_seeds_train_in_fresh_processes_with_their_times_to_accuracy(digits_side
     low, high = rate["wall_step_ms_ci95"]
     pooled = wall_step(steps, rate["wall_s"])["wall_step_ms_ci95"]
     assert low <= pooled[0] <= rate["wall_step_ms"] <= pooled[1] <= high
+    # Each seed's own (what `dlbench compare` pairs): as many steps each, their mean.
+    walls = [repeat["wall_step_ms"] for repeat in record["timing"]["repeats"]]
+    assert len(walls) == 2 and rate["wall_step_ms"] == pytest.approx(np.mean(walls))
 
 
 @pytest.mark.slow

@@ -106,9 +106,10 @@ def _parser(scenario_name: str = DEFAULT_SCENARIO) -> argparse.ArgumentParser:
                        help="join these library records (`--library`'s) into the peak")
 
     cmp = commands.add_parser(
-        "compare", help="compare two result sets cell by cell: changes of the median with "
-        "their interval and significance, regressions first; with --interleave, measure "
-        "two checkouts or configs alternately first")
+        "compare", help="compare two result sets cell by cell: changes of the median (for "
+        "training, the wall time per step) with their interval and significance, "
+        "regressions first; with --interleave, measure two checkouts or configs "
+        "alternately first")
     for name, which in (("baseline", "the baseline"), ("new", "the new set")):
         cmp.add_argument(name, type=Path, help=f"{which}: a results folder (its runs/*.json, "
                          "with samples) or a summary (.parquet or .csv); with --interleave, "

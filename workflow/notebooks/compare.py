@@ -32,7 +32,9 @@ cells = comparison.cells
 #
 # **How to read this page.** Each row is one *cell* that both result sets measured (the same
 # framework, model, device, optimization and sizes). *new/baseline* is the ratio of the two
-# medians: **above 1 the new set is slower**, below 1 it is faster, with a 95% interval.
+# times, the figure the report ranks cells by (the column *time* says which): the medians,
+# or for training the wall time per step: **above 1 the new set is slower**, below 1 it is
+# faster, with a 95% interval.
 # What that interval covers depends on how the sets were measured (the line below says
 # which, and the column *interval covers* says it per cell):
 #
@@ -40,7 +42,7 @@ cells = comparison.cells
 #   (within its one process, or between its processes with `measurement.repeats`), widened
 #   by a *drift floor*, because two runs of identical code minutes apart differ by more than
 #   any interval of one run sees. Where both sides have several processes, a Mann-Whitney U
-#   test on their medians must also give p < 0.05. The iterations of one process are never
+#   test on the processes' figures must also give p < 0.05. The iterations of one process are never
 #   tested against another's.
 # - **interleaved** (`dlbench compare --interleave`: the two sides' processes alternated,
 #   A B B A …): a paired t-interval of the rounds' ratios, which covers the spread between
@@ -78,7 +80,7 @@ compared = cells[cells["verdict"].ne(NOT_COMPARED)]
 if compared.empty:
     say("No cell is ok in both sets: nothing to compare.")
 else:
-    show(readable(compared), left=["verdict", "cell", "status"])
+    show(readable(compared), left=["verdict", "cell", "time", "status"])
     fig, ax = plt.subplots(figsize=plots.change_size(compared))
     plots.change_intervals(ax, compared)
     plt.tight_layout()

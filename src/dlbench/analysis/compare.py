@@ -1,17 +1,18 @@
 """Two result sets, cell by cell: what got slower, what got faster, what is inside the noise.
 
 For every cell that both sets hold and that is ok (timed) in both: the baseline's and the
-new set's median (host-timed, `median_ms`, the report's headline but for training, which
-the report compares by the wall time per step: a training cell's median step can move
-between the clusters of a bursty pipeline's steps), their ratio
-new/baseline with its 95% interval, and a verdict. How the interval is made, and so what
-it covers, depends on how the two sets were measured:
+new set's time as the report ranks cells (`headline_ms`): the median (host-timed), or for
+training the wall time per step (a training cell's median step can move between the
+clusters of a bursty pipeline's steps) where both sides recorded it — else the medians,
+and the `statistic` column says which —, their ratio new/baseline with its 95% interval,
+and a verdict. How the interval is made, and so what it covers, depends on how the two
+sets were measured:
 
 - **Interleaved** (`dlbench compare --interleave`: the two sides' processes alternated,
   A B B A …, round by round): the interval is a paired t-interval of the rounds' ratios
-  (the log of new/baseline of each round's process medians); the ratio is their geometric
-  mean. It covers the spread between fresh processes *and* the machine's drift, which
-  moves both sides of a round alike.
+  (the log of new/baseline of each round's process medians, or wall times per step); the
+  ratio is their geometric mean. It covers the spread between fresh processes *and* the
+  machine's drift, which moves both sides of a round alike.
 - **One after the other** (two runs measured at different times): the interval of the
   ratio comes from the two medians' intervals (`dlbench.analysis.uncertainty`) — within
   one process for a side measured once, between its processes with `repeats` — widened
@@ -56,7 +57,11 @@ ORDER = (REGRESSION, IMPROVEMENT, NOT_SIGNIFICANT, NOT_DECIDED, NOT_COMPARED)
 # flagged busy, noisy or unstable is not decided).
 NOISE_FLAGS = {"busy_machine": "busy machine", "noisy_machine": "noisy machine",
                "unstable": "unstable"}
-_TIMING = {"median_ms": "ms", "median_ci95_ms_low": "low", "median_ci95_ms_high": "high"}
+# The time compared, as the report ranks cells (analysis.summary.headline): the median, or
+# where both sides have it (training) the wall time per step; per side: ms, low, high.
+MEDIAN, WALL = "median", "wall time per step"
+_TIMING = {MEDIAN: ("median_ms", "median_ci95_ms_low", "median_ci95_ms_high"),
+           WALL: ("headline_ms", "headline_ci95_ms_low", "headline_ci95_ms_high")}
 
 
 @dataclass
@@ -126,19 +131,23 @@ def compare(baseline: ResultSet, new: ResultSet, interleaved: bool = False,
                       pd.concat(sides, ignore_index=True) if sides else pd.DataFrame())
 
 
-_COLUMNS = ["cell_id", "baseline_status", "new_status", "baseline_ms", "baseline_low",
-            "baseline_high", "new_ms", "new_low", "new_high", "ratio", "ratio_low",
-            "ratio_high", "p_value", "test", "covers", "verdict", "reason"]
+_COLUMNS = ["cell_id", "statistic", "baseline_status", "new_status", "baseline_ms",
+            "baseline_low", "baseline_high", "new_ms", "new_low", "new_high", "ratio",
+            "ratio_low", "ratio_high", "p_value", "test", "covers", "verdict", "reason"]
 
 
 def _row(cell: str, a: pd.Series, b: pd.Series, baseline: ResultSet, new: ResultSet,
          interleaved: bool, floor: float) -> dict:
-    row = {"cell_id": cell, "baseline_status": a["status"], "new_status": b["status"]}
+    statistic = WALL if _set(a.get("headline_wall")) and _set(b.get("headline_wall")) \
+        else MEDIAN
+    row = {"cell_id": cell, "statistic": statistic, "baseline_status": a["status"],
+           "new_status": b["status"]}
     for side, values in (("baseline", a), ("new", b)):
-        row.update({f"{side}_{name}": values[column] for column, name in _TIMING.items()})
+        row.update({f"{side}_{name}": values[column] for column, name in
+                    zip(_TIMING[statistic], ("ms", "low", "high"), strict=True)})
     if not (a["timed"] and b["timed"]):
         return {**row, "verdict": NOT_COMPARED}
-    rounds_a, rounds_b = baseline.processes.get(cell), new.processes.get(cell)
+    rounds_a, rounds_b = (_processes(side, cell, statistic) for side in (baseline, new))
     if interleaved and rounds_a and rounds_b and len(rounds_a) == len(rounds_b):
         ratio, low, high, p_value = paired(rounds_a, rounds_b)
         test = f"paired t, {len(rounds_a)} interleaved rounds"
@@ -148,7 +157,7 @@ def _row(cell: str, a: pd.Series, b: pd.Series, baseline: ResultSet, new: Result
             row["new_ms"], row["new_low"], row["new_high"],
             row["baseline_ms"], row["baseline_low"], row["baseline_high"])
         low, high = low / (1 + floor), high * (1 + floor)
-        p_value, test = _test(baseline, new, cell)
+        p_value, test = _test(rounds_a, rounds_b, statistic, baseline, new, cell)
         within = ("between processes" if rounds_a and rounds_b else "within one process"
                   if cell in baseline.samples and cell in new.samples else "the summaries'")
         covers = f"{within} ±{floor:.0%} drift floor"
@@ -168,12 +177,21 @@ def _set(flag) -> bool:
     return isinstance(flag, bool | np.bool_) and bool(flag)
 
 
-def _test(baseline: ResultSet, new: ResultSet, cell: str) -> tuple[float, str]:
-    """Mann-Whitney on the processes' medians where both sides have several processes;
+def _processes(side: ResultSet, cell: str, statistic: str) -> list[float] | None:
+    """Each of a cell's processes' figure of `statistic`, if it ran in several."""
+    return (side.process_walls if statistic == WALL else side.processes).get(cell)
+
+
+def _test(rounds_a: list[float] | None, rounds_b: list[float] | None, statistic: str,
+          baseline: ResultSet, new: ResultSet, cell: str) -> tuple[float, str]:
+    """Mann-Whitney on the processes' figures where both sides have several processes;
     no test otherwise (a side's single process gives one median, and its iterations are
     no draws of another process's)."""
-    if cell in baseline.processes and cell in new.processes:
-        return mann_whitney(baseline.processes[cell], new.processes[cell], "process medians")
+    if rounds_a and rounds_b:
+        kind = "process wall times per step" if statistic == WALL else "process medians"
+        return mann_whitney(rounds_a, rounds_b, kind)
+    if cell in baseline.processes and cell in new.processes:  # recorded before process walls
+        return np.nan, "none (a side has no wall time per step of each process)"
     if cell in baseline.samples and cell in new.samples:
         return np.nan, "none (one process in a side)"
     return np.nan, "none (a summary has no samples)"
@@ -250,6 +268,7 @@ def readable(cells: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({
         "verdict": cells["verdict"],
         "cell": cells["cell_id"],
+        "time": cells["statistic"],
         "baseline (ms)": [fmt_ms(v) for v in cells["baseline_ms"]],
         "new (ms)": [fmt_ms(v) for v in cells["new_ms"]],
         "change": [("+" if v > 0 else "") + fmt_percent(v) if pd.notna(v) else ""

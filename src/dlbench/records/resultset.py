@@ -25,14 +25,17 @@ class ResultSetError(ValueError):
 class ResultSet:
     """summary: one row per cell (as `dlbench.analysis.summary.derive` returns it).
     samples: per cell id, the per-iteration samples (ms) of its timed loop; processes: per
-    cell id measured in several processes (repeats), the median of each. Both are empty
-    for a summary file. elsewhere: its cells from another machine or dlbench version
-    (analysis.status.from_elsewhere); those it does not compare are not in `summary`."""
+    cell id measured in several processes (repeats), the median of each; process_walls:
+    for those of them that recorded it (training), each process's wall time per step. All
+    are empty for a summary file. elsewhere: its cells from another machine or dlbench
+    version (analysis.status.from_elsewhere); those it does not compare are not in
+    `summary`."""
 
     name: str
     summary: pd.DataFrame
     samples: dict[str, list[float]] = field(default_factory=dict)
     processes: dict[str, list[float]] = field(default_factory=dict)
+    process_walls: dict[str, list[float]] = field(default_factory=dict)
     elsewhere: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
@@ -76,7 +79,7 @@ def _folder(path: Path) -> ResultSet:
 
 def _records(path: Path, files: list[Path], mix_foreign: bool = False) -> ResultSet:
     """The result set of these result files: their summary rows and samples."""
-    rows, samples, processes = [], {}, {}
+    rows, samples, processes, walls = [], {}, {}, {}
     for file in files:
         record = result.read(file)
         rows.append(aggregate.to_row(record, file))
@@ -86,5 +89,8 @@ def _records(path: Path, files: list[Path], mix_foreign: bool = False) -> Result
         repeats = timing.get("repeats") or []
         if len(repeats) > 1:
             processes[record["cell_id"]] = [r["median_ms"] for r in repeats]
+            if all("wall_step_ms" in r for r in repeats):
+                walls[record["cell_id"]] = [r["wall_step_ms"] for r in repeats]
     summary = aggregate.table(rows, mix_foreign)
-    return ResultSet(str(path), derive(summary), samples, processes, from_elsewhere(summary))
+    return ResultSet(str(path), derive(summary), samples, processes, walls,
+                     from_elsewhere(summary))

@@ -246,6 +246,7 @@ class Training(OptimizerSettings, Scenario):
         runs = [r["training"] for r in ok]
         wall_s = sum(r["throughput"].get("wall_s") or sum(r["timing"]["samples_ms"]) / 1e3
                      for r in ok)  # before the pooling below replaces the first's samples
+        walls = [(r.get("throughput") or {}).get("wall_step_ms") for r in ok]  # and figures
         final = super().combine(records)
         if len(records) == 1 or final["status"] != "ok":
             return final
@@ -268,8 +269,10 @@ class Training(OptimizerSettings, Scenario):
         samples = final["timing"]["samples_ms"]
         final["throughput"] = {
             **throughput(samples, records[0]["params"]["batch"], wall_s),
-            **wall_step(samples, wall_s, [r["throughput"]["wall_step_ms"] for r in ok
-                                          if "wall_step_ms" in (r.get("throughput") or {})])}
+            **wall_step(samples, wall_s, [w for w in walls if w is not None])}
+        if len(walls) == len(final["timing"]["repeats"]) and None not in walls:
+            for repeat, wall in zip(final["timing"]["repeats"], walls, strict=True):
+                repeat["wall_step_ms"] = wall  # each process's, as `dlbench compare` pairs them
         ceilings = [r["ablation"] for r in ok if r.get("ablation")]
         if ceilings:  # the ceiling over every repeat's samples, the efficiency against it
             from dlbench.measure.training import efficiency
