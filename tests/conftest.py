@@ -277,13 +277,19 @@ def pytest_runtest_call(item):
 # one waited 130 s). Then roughly the longest first, so that the two workers end together
 # instead of one finishing a long module alone (the SLURM test's ~150 s are mostly waiting:
 # its jobs run one after another, and the executor checks their status every ~12 s; it goes
-# where the other worker still has long modules). Their time in a full run on 2026-11-26 (s):
-# 169, 69, 49, 69 | 205, 202, 156, 142, 116, 115, 89, 70, 145 (18 of CPU), 55, 61, 66; the
-# others follow by name.
+# where the other worker still has long modules), down to the modules of ~10 s, so that
+# the last module a worker takes is a short one (by name, the workers ended 40 s apart).
+# Their time in a fresh clone's run on 2026-11-27 (s): 199, 94, 43, 82 | 268, 243, 184,
+# 150, 121, 144, 113, 87, 142 (mostly waiting), 67, 79, 72 | 55, 42, 34, 29, 27, 26, 22,
+# 20, 18, 14, 14, 13, 11, 10, 10; the others (8 s or less) follow by name.
 ORDER = ("test_grouping", "test_bottleneck", "test_measurement", "test_compare",
          "test_faults", "test_training", "test_optimizations", "test_fairness",
          "test_train_step_run", "test_generation", "test_pipelines", "test_presets",
-         "test_slurm", "test_train_step_workflow", "test_disk_full", "test_isolation")
+         "test_slurm", "test_train_step_workflow", "test_disk_full", "test_isolation",
+         "test_generation_workflow", "test_cli", "test_peak", "test_report_browser",
+         "test_report", "test_v1_results", "test_run_lock", "test_workflow",
+         "test_dataset_damage", "test_registry", "test_scenarios", "test_adam", "test_setup",
+         "test_cold_cache", "test_flops")
 
 
 def pytest_collection_modifyitems(items):
