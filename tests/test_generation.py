@@ -90,6 +90,15 @@ def test_every_framework_declares_generation_recipes():
 # -- the token check -------------------------------------------------------------------------
 
 
+def test_tokens_per_second_has_no_upper_bound_where_the_latency_interval_reaches_zero():
+    """Two processes far apart: the latency's interval stops at 0 (measure.stats), and the
+    rate has no upper bound there (None in the record), not a division by zero."""
+    from dlbench.scenarios.generation import _tokens_interval
+
+    assert _tokens_interval(64, {"median_ci95_ms": [100.0, 200.0]}) == [320.0, 640.0]
+    assert _tokens_interval(64, {"median_ci95_ms": [0.0, 200.0]}) == [320.0, None]
+
+
 def test_the_token_check_finds_the_first_divergence():
     reference = np.arange(12).reshape(2, 6)
     same = compare_ids(reference.copy(), reference, "ref.npz", "fp32")

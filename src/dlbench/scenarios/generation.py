@@ -446,10 +446,11 @@ class _NoClock:
         pass
 
 
-def _tokens_interval(tokens: int, timing: dict) -> list[float]:
-    """Generated tokens per second from the latency's 95% interval: [low, high]."""
+def _tokens_interval(tokens: int, timing: dict) -> list[float | None]:
+    """Generated tokens per second from the latency's 95% interval: [low, high]; no upper
+    bound (None) where the latency's interval reaches 0 (two processes far apart)."""
     low, high = timing["median_ci95_ms"]
-    return [tokens / (high / 1e3), tokens / (low / 1e3)]
+    return [tokens / (high / 1e3), tokens / (low / 1e3) if low > 0 else None]
 
 
 def throughput(cell: "Cell", median_ms: float) -> dict:
