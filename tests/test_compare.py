@@ -260,7 +260,13 @@ def test_a_training_side_without_wall_times_per_process_is_not_tested_on_medians
     row = compare(base, training_set(tmp_path / "new", walls=1.1)).cells.iloc[0]
     assert row["statistic"] == "wall time per step" and row["ratio"] == pytest.approx(1.1)
     assert row["test"] == "none (a side has no wall time per step of each process)"
+    assert row["covers"] == f"between processes ±{DRIFT_FLOOR:.0%} drift floor"
     assert np.isnan(row["p_value"])
+    # Interleaved sides recorded so: their rounds still pair, on the processes' medians.
+    slower = training_set(tmp_path / "slower", medians=1.1, per_process=False)
+    row = compare(base, slower, interleaved=True).cells.iloc[0]
+    assert (row["statistic"], row["test"]) == ("median", "paired t, 2 interleaved rounds")
+    assert row["ratio"] == pytest.approx(1.1) and row["verdict"] == REGRESSION
 
 
 def test_paired_rounds_with_no_spread():

@@ -38,7 +38,7 @@ cells = comparison.cells
 # What that interval covers depends on how the sets were measured (the line below says
 # which, and the column *interval covers* says it per cell):
 #
-# - **one after the other** (two runs at different times): the interval of each median
+# - **one after the other** (two runs at different times): the interval of each time
 #   (within its one process, or between its processes with `measurement.repeats`), widened
 #   by a *drift floor*, because two runs of identical code minutes apart differ by more than
 #   any interval of one run sees. Where both sides have several processes, a Mann-Whitney U

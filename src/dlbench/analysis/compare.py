@@ -14,14 +14,15 @@ sets were measured:
   ratio is their geometric mean. It covers the spread between fresh processes *and* the
   machine's drift, which moves both sides of a round alike.
 - **One after the other** (two runs measured at different times): the interval of the
-  ratio comes from the two medians' intervals (`dlbench.analysis.uncertainty`) — within
+  ratio comes from the two times' intervals (`dlbench.analysis.uncertainty`) — within
   one process for a side measured once, between its processes with `repeats` — widened
   by the drift floor (`DRIFT_FLOOR`): runs of identical code minutes apart differ by more
   than any interval of one run sees (bench/compare_false_alarms.py measures how much).
   Where a side has several processes, a two-sided Mann-Whitney U test of the processes'
-  medians must agree (p < 0.05; with 3 against 3 its smallest p is 0.1: measure 4 or
-  more); the per-iteration samples of one process are never tested against another's,
-  as they are not independent draws across processes.
+  medians (wall times) must agree (p < 0.05; with 3 against 3 its smallest p is 0.1:
+  measure 4 or more; none where a side recorded no wall time per process); the
+  per-iteration samples of one process are never tested against another's, as they are
+  not independent draws across processes.
 
 The verdict is a *regression* (ratio above 1) or an *improvement* (below 1) only if the
 interval excludes 1 and, where there is a test, p < 0.05; anything else is *not
@@ -140,6 +141,9 @@ def _row(cell: str, a: pd.Series, b: pd.Series, baseline: ResultSet, new: Result
          interleaved: bool, floor: float) -> dict:
     statistic = WALL if _set(a.get("headline_wall")) and _set(b.get("headline_wall")) \
         else MEDIAN
+    if statistic == WALL and interleaved and not all(
+            cell in side.process_walls for side in (baseline, new)):
+        statistic = MEDIAN  # interleaved before each process's wall time: its rounds pair
     row = {"cell_id": cell, "statistic": statistic, "baseline_status": a["status"],
            "new_status": b["status"]}
     for side, values in (("baseline", a), ("new", b)):
@@ -158,7 +162,8 @@ def _row(cell: str, a: pd.Series, b: pd.Series, baseline: ResultSet, new: Result
             row["baseline_ms"], row["baseline_low"], row["baseline_high"])
         low, high = low / (1 + floor), high * (1 + floor)
         p_value, test = _test(rounds_a, rounds_b, statistic, baseline, new, cell)
-        within = ("between processes" if rounds_a and rounds_b else "within one process"
+        several = all(cell in side.processes for side in (baseline, new))
+        within = ("between processes" if several else "within one process"
                   if cell in baseline.samples and cell in new.samples else "the summaries'")
         covers = f"{within} ±{floor:.0%} drift floor"
         flagged = [f"{NOISE_FLAGS[name]} in {side}" for side, values in

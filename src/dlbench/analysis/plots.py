@@ -267,7 +267,7 @@ def change_intervals(ax: Axes, cells: pd.DataFrame) -> Axes:
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.set_yticks(rows, cells["cell_id"])
-    ax.set_xlabel("new / baseline median (log scale): above 1 slower, below 1 faster")
+    ax.set_xlabel("new / baseline time (log scale): above 1 slower, below 1 faster")
     ax.grid(True, axis="x", which="both", alpha=0.3)
     handles = [mpl.lines.Line2D([], [], marker="o", linestyle="", color=color, label=verdict)
                for verdict, color in VERDICT_COLORS.items()]
