@@ -233,8 +233,10 @@ def _take(folder: Path, exclusive: bool) -> None:
 
 
 def _release() -> None:
-    for handle in (_held.pop("turnstile"), _held.pop("lock")):
-        handle.close()  # closing the file releases its flock
+    for name in ("turnstile", "lock"):
+        handle = _held.pop(name, None)  # none where an interrupt came while taking it
+        if handle is not None:
+            handle.close()  # closing the file releases its flock
     _held.clear()
 
 
@@ -250,7 +252,7 @@ def pytest_runtest_protocol(item, nextitem):
     # An `alone` test's fixtures are made beside other tests (the shared workflow run that
     # the interleaved comparison starts from took 60 s, the other worker waiting): what is
     # timed alone is its call. Consecutive `alone` tests keep the machine throughout.
-    _wait_policy(alone and bool(_held))
+    _wait_policy(alone and bool(_held.get("exclusive")))
     if not (alone and _held):
         _take(folder, exclusive=False)
     yield
