@@ -273,7 +273,7 @@ def digits_data(tmp_path_factory):
 
 
 # The accuracy match's settings: the tiny CNN on the digits, Adam, two seeds.
-MATCHED = ["--batch=32", "--optimizer=adam", "--no-ablation", "--no-breakdown", "--seeds=2"]
+MATCHED = ["--batch=32", "--optimizer=adam", "--seeds=2"]
 
 
 def train_digits(folder, data, framework, optimization, rate, *extra, epochs=3) -> dict:
@@ -285,9 +285,10 @@ def train_digits(folder, data, framework, optimization, rate, *extra, epochs=3) 
 @pytest.fixture(scope="module")
 def digits_sides(tmp_path_factory, digits_data) -> dict[str, dict]:
     """Every registered framework's record of the tiny CNN trained with the matched
-    settings (its default step): the sides of the accuracy match, and the seeds' test's
-    record. A target accuracy of 1%, which any seed reaches, times each seed's time to it
-    (only recorded: the training goes on)."""
+    settings (its default step; the step's parts and the ablation timed, as by default):
+    the sides of the accuracy match, and the seeds' test's record. A target accuracy of 1%,
+    which any seed reaches, times each seed's time to it (only recorded: the training goes
+    on)."""
     from dlbench.frameworks import registry
 
     folder = tmp_path_factory.mktemp("digits-sides")
@@ -316,6 +317,12 @@ def test_seeds_train_in_fresh_processes_with_their_times_to_accuracy(digits_side
     # Each seed's own (what `dlbench compare` pairs): as many steps each, their mean.
     walls = [repeat["wall_step_ms"] for repeat in record["timing"]["repeats"]]
     assert len(walls) == 2 and rate["wall_step_ms"] == pytest.approx(np.mean(walls))
+    # The step's parts and the ablation, pooled over the seeds as the steps are.
+    for part in record["timing"]["breakdown"].values():
+        assert len(part["samples_ms"]) == len(steps)
+    ablation = record["ablation"]
+    assert ablation["efficiency"] == pytest.approx(rate["samples_per_s"]
+                                                   / ablation["samples_per_s"])
 
 
 @pytest.mark.slow
@@ -349,7 +356,8 @@ def test_the_match_tells_two_different_models_from_the_same_one(tmp_path, digits
     # foreach: the same arithmetic, its own id. One epoch: at this rate the weights barely
     # move (Adam's steps are about the rate), so three would learn as little. Two seeds: with
     # one, the models' spread would rest on TensorFlow's two alone (1 degree of freedom).
-    trained = train_digits(tmp_path, digits_data, "pytorch", "foreach", 1e-7, epochs=1)
+    trained = train_digits(tmp_path, digits_data, "pytorch", "foreach", 1e-7, "--no-ablation",
+                           "--no-breakdown", epochs=1)
     assert trained["training"]["epochs"] == 1 and trained["training"]["learning_rate"] == 1e-7
     slow = row(trained, asked)  # claims the same configuration as the sides
     alike = derive(aggregate.table(list(sides.values())))
