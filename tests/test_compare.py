@@ -219,7 +219,7 @@ def training_set(folder: Path, walls: float = 1.0, medians: float = 1.0,
     rate = record["throughput"]
     rate["wall_step_ms"] *= walls
     rate["wall_step_ms_ci95"] = [v * walls for v in rate["wall_step_ms_ci95"]]
-    for repeat in record["timing"]["repeats"]:
+    for repeat in record["timing"]["repeats"]:  # `scaled` scaled it with the medians
         repeat["wall_step_ms"] = repeat["wall_step_ms"] / medians * walls
         if not per_process:
             del repeat["wall_step_ms"]

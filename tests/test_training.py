@@ -669,7 +669,6 @@ def test_time_to_accuracy_per_seed_and_their_median():
 
 
 SCALED = """
-import copy
 import json
 import jax.numpy as jnp
 import numpy as np

@@ -42,8 +42,8 @@ cells = comparison.cells
 #   (within its one process, or between its processes with `measurement.repeats`), widened
 #   by a *drift floor*, because two runs of identical code minutes apart differ by more than
 #   any interval of one run sees. Where both sides have several processes, a Mann-Whitney U
-#   test on the processes' figures must also give p < 0.05. The iterations of one process are never
-#   tested against another's.
+#   test on the processes' figures must also give p < 0.05. The iterations of one process
+#   are never tested against another's.
 # - **interleaved** (`dlbench compare --interleave`: the two sides' processes alternated,
 #   A B B A …): a paired t-interval of the rounds' ratios, which covers the spread between
 #   processes and the machine's drift.

@@ -139,11 +139,7 @@ _COLUMNS = ["cell_id", "statistic", "baseline_status", "new_status", "baseline_m
 
 def _row(cell: str, a: pd.Series, b: pd.Series, baseline: ResultSet, new: ResultSet,
          interleaved: bool, floor: float) -> dict:
-    statistic = WALL if _set(a.get("headline_wall")) and _set(b.get("headline_wall")) \
-        else MEDIAN
-    if statistic == WALL and interleaved and not all(
-            cell in side.process_walls for side in (baseline, new)):
-        statistic = MEDIAN  # interleaved before each process's wall time: its rounds pair
+    statistic = _statistic(cell, a, b, baseline, new, interleaved)
     row = {"cell_id": cell, "statistic": statistic, "baseline_status": a["status"],
            "new_status": b["status"]}
     for side, values in (("baseline", a), ("new", b)):
@@ -180,6 +176,18 @@ def _row(cell: str, a: pd.Series, b: pd.Series, baseline: ResultSet, new: Result
 def _set(flag) -> bool:
     """A stored flag that is on (not missing: a v1 record has no such flag)."""
     return isinstance(flag, bool | np.bool_) and bool(flag)
+
+
+def _statistic(cell: str, a: pd.Series, b: pd.Series, baseline: ResultSet, new: ResultSet,
+               interleaved: bool) -> str:
+    """WALL where both sides rank the cell by its wall time per step (summary.headline),
+    unless interleaved sides lack each process's (recorded before it): their rounds then
+    pair on the medians; MEDIAN otherwise."""
+    if not (_set(a.get("headline_wall")) and _set(b.get("headline_wall"))):
+        return MEDIAN
+    if interleaved and not all(cell in side.process_walls for side in (baseline, new)):
+        return MEDIAN
+    return WALL
 
 
 def _processes(side: ResultSet, cell: str, statistic: str) -> list[float] | None:

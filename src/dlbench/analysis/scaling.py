@@ -13,12 +13,12 @@ def throughput(timed: pd.DataFrame) -> pd.DataFrame:
     device, batch, seqlen, and samples/s and tokens/s each with `_low`/`_high` (NaN where
     the median has no interval, or none above 0: no upper bound of the rate)."""
     cells = timed[~timed["wrong_answer"]]
-    fastest = cells["median_ci95_ms_low"].where(cells["median_ci95_ms_low"] > 0)
+    shortest = cells["median_ci95_ms_low"].where(cells["median_ci95_ms_low"] > 0)
     out = cells[["model", "device", "batch", "seqlen"]].assign(line=label(cells))
     for name, per in (("samples", cells["batch"]), ("tokens", cells["batch"] * cells["seqlen"])):
         out[f"{name}_s"] = 1000 * per / cells["median_ms"]
         out[f"{name}_s_low"] = 1000 * per / cells["median_ci95_ms_high"]
-        out[f"{name}_s_high"] = 1000 * per / fastest
+        out[f"{name}_s_high"] = 1000 * per / shortest
     return out.sort_values(["model", "line", "batch", "seqlen"]).reset_index(drop=True)
 
 
