@@ -238,8 +238,8 @@ print("torch imported:", "torch" in sys.modules)
         ("pytorch", "tiny-xlm", "torchscript"),  # XLM masks padding ids: there are none
         ("pytorch", "tiny-xlnet", "torchscript-bf16"),
         ("pytorch", "tiny-bert", "compile"),
-        # compile-max-autotune: test_fairness compiles it (its GEMM kernels, one graph);
-        # a cell of its own here took 50 s more for the same compile.
+        # compile-max-autotune: test_fairness compiles its recipe on two GEMMs (its
+        # kernels, one graph); a tiny-bert cell of its own here took 50 s more.
         ("pytorch", "tiny-roberta", "compile-bf16"),
         ("tensorflow", "tiny-bert", "eager"),
         ("tensorflow", "tiny-xlm", "eager-bf16"),
