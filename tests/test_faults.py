@@ -81,110 +81,6 @@ def test_fault_switch_is_not_reachable_from_a_config():
         config.validate({**SMALL, "fault": "crash"})
 
 
-def _statuses(workdir) -> dict[str, str]:
-    summary = pd.read_parquet(workdir / "results" / "summary.parquet")
-    return dict(zip(summary["cell_id"], summary["status"], strict=True))
-
-
-@pytest.mark.slow
-def test_crashed_cell_is_reported_and_only_it_is_retried(tmp_path, measured_once):
-    crashed = "tensorflow_tiny-bert_cpu_b1_s8_eager"
-    start_from(measured_once, tmp_path)
-    first = _snakemake_with_fault(tmp_path, f"crash@{crashed}")
-    assert first.returncode != 0  # the job failed ...
-    statuses = _statuses(tmp_path)  # ... the others ran, and the summary says why
-    assert statuses.pop(crashed) == "error"
-    assert sorted(statuses.values()) == ["ok", "ok", "unsupported"]
-    html = (tmp_path / "report" / "report.html").read_text()
-    assert "crashed: the measuring process was killed by SIGSEGV" in html
-    before = _mtimes(tmp_path)
-
-    second = snakemake(tmp_path, SMALL, *PROFILE, "--cores", "2")
-    assert second.returncode == 0, second.stderr[-2000:]
-    assert "cell=" + crashed in second.stdout + second.stderr
-    after = _mtimes(tmp_path)
-    assert {c for c in after if after[c] != before.get(c)} == {crashed}  # only it re-ran
-    assert set(_statuses(tmp_path).values()) == {"ok", "unsupported"}
-    assert not (tmp_path / "results" / "failed" / f"{crashed}.json").exists()
-
-
-def _snakemake_with_fault(workdir, fault: str):
-    os.environ["DLBENCH_TEST_FAULT"] = fault
-    try:
-        return snakemake(workdir, SMALL, *PROFILE, "--cores", "2")
-    finally:
-        del os.environ["DLBENCH_TEST_FAULT"]
-
-
-def _mtimes(workdir) -> dict[str, float]:
-    return {p.stem: p.stat().st_mtime for p in (workdir / "results" / "runs").glob("*.json")}
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
-def test_interrupted_run_leaves_nothing_half_written_and_resumes(tmp_path, sig, measured_once):
-    start_from(measured_once, tmp_path)
-    slow = {**SMALL, "measurement": {**SMALL["measurement"], "min_duration_s": 2}}
-    (tmp_path / "config.yaml").write_text(json.dumps(slow))
-    command = [sys.executable.replace("python", "snakemake").rsplit("/", 1)[0] + "/snakemake",
-               "--snakefile", str(REPO / "Snakefile"), "--directory", str(tmp_path),
-               "--configfile", str(tmp_path / "config.yaml"), *PROFILE, "--cores", "2"]
-    runs = tmp_path / "results" / "runs"
-    # As from a terminal: a shell that runs the tests in the background has them ignore
-    # SIGINT, and the ignoring would be inherited.
-    process = subprocess.Popen(command, env=tool_env(), stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, start_new_session=True,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    deadline = time.monotonic() + 120
-    while len(list(runs.glob("*.json"))) < 2 and time.monotonic() < deadline:
-        time.sleep(0.2)
-    finished = {p.stem for p in runs.glob("*.json")}
-    time.sleep(3)  # their jobs have ended and Snakemake has recorded it; others are running
-    os.killpg(process.pid, sig)  # Ctrl-C reaches the whole process group, as in a terminal
-    process.wait(timeout=60)
-
-    assert not (tmp_path / "results" / "summary.parquet").exists()
-    assert not (tmp_path / "report" / "report.html").exists()
-    assert not list(tmp_path.rglob("*.tmp"))  # no temporary left by an atomic write
-    kept = {p.stem: result.read(p)["started_at"] for p in runs.glob("*.json")}  # all whole
-    assert kept
-
-    if sig == signal.SIGKILL:  # a killed Snakemake leaves its lock; it says to do this
-        assert snakemake(tmp_path, slow, "--unlock").returncode == 0
-    rerun = snakemake(tmp_path, slow, *PROFILE, "--cores", "2")
-    assert rerun.returncode == 0, rerun.stderr[-2000:]
-    cells = expand_cells(config.validate(slow))
-    assert sorted(_statuses(tmp_path)) == sorted(c.id for c in cells)
-    remeasured = {c for c, started in kept.items()
-                  if result.read(runs / f"{c}.json")["started_at"] != started}
-    # Cells whose jobs had finished are kept; only those missing or still running (which
-    # Snakemake cannot know to be complete) are measured again.
-    assert finished and not remeasured & finished, rerun.stdout[-3000:]
-
-
-@pytest.mark.slow
-def test_timing_cells_never_overlap_under_load(tiny_workflow):
-    """--cores 4 on 2 cores (the shared tiny workflow's run): measuring cells wait for the
-    device, the others do not."""
-    records = [result.read(p) for p in (tiny_workflow / "results" / "runs").glob("*.json")]
-    windows = sorted(
-        (_time(r["device_lock"]["acquired_at"]), _time(r["device_lock"]["released_at"]))
-        for r in records if r["status"] == "ok"
-    )
-    measured = [c for c in expand_cells(config.validate(TINY_RUN))
-                if c.device == "cpu" and not c.unsupported_reason()]
-    assert len(windows) == len(measured) > 1
-    for (_, end), (start, _) in zip(windows, windows[1:], strict=False):
-        assert end <= start, "two timing cells held the CPU at the same time"
-    # The jobs that time nothing (here: recording unsupported cells) are not serialized:
-    # some of their processes (started_at is the process start) ran at the same time.
-    others = sorted((_time(r["started_at"]), _time(r["finished_at"]))
-                    for r in records if r["status"] == "unsupported")
-    pairs = zip(others, others[1:], strict=False)
-    assert any(b_start < a_end for (_, a_end), (b_start, _) in pairs), (
-        "the jobs that time nothing ran one at a time")
-
-
 @pytest.mark.slow
 def test_two_cells_started_together_take_turns(tmp_path):
     """The device lock alone, without Snakemake: two timing cells never overlap."""
@@ -400,3 +296,111 @@ recovery.summarize_failed_run(cells, settings.defaults(), Path({str(REPO)!r}) / 
     assert len(summary) == len(expand_cells(config.validate(SMALL)))
     assert set(summary["status"]) == {"error"}  # no cell wrote a record
     assert not (tmp_path / "report" / "report.html").exists()
+
+
+# -- runs of the workflow from the shared one (`measured_once`): last, so that another
+# worker's test has made it meanwhile, rather than this one waiting for it -------------
+
+
+def _statuses(workdir) -> dict[str, str]:
+    summary = pd.read_parquet(workdir / "results" / "summary.parquet")
+    return dict(zip(summary["cell_id"], summary["status"], strict=True))
+
+
+@pytest.mark.slow
+def test_crashed_cell_is_reported_and_only_it_is_retried(tmp_path, measured_once):
+    crashed = "tensorflow_tiny-bert_cpu_b1_s8_eager"
+    start_from(measured_once, tmp_path)
+    first = _snakemake_with_fault(tmp_path, f"crash@{crashed}")
+    assert first.returncode != 0  # the job failed ...
+    statuses = _statuses(tmp_path)  # ... the others ran, and the summary says why
+    assert statuses.pop(crashed) == "error"
+    assert sorted(statuses.values()) == ["ok", "ok", "unsupported"]
+    html = (tmp_path / "report" / "report.html").read_text()
+    assert "crashed: the measuring process was killed by SIGSEGV" in html
+    before = _mtimes(tmp_path)
+
+    second = snakemake(tmp_path, SMALL, *PROFILE, "--cores", "2")
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert "cell=" + crashed in second.stdout + second.stderr
+    after = _mtimes(tmp_path)
+    assert {c for c in after if after[c] != before.get(c)} == {crashed}  # only it re-ran
+    assert set(_statuses(tmp_path).values()) == {"ok", "unsupported"}
+    assert not (tmp_path / "results" / "failed" / f"{crashed}.json").exists()
+
+
+def _snakemake_with_fault(workdir, fault: str):
+    os.environ["DLBENCH_TEST_FAULT"] = fault
+    try:
+        return snakemake(workdir, SMALL, *PROFILE, "--cores", "2")
+    finally:
+        del os.environ["DLBENCH_TEST_FAULT"]
+
+
+def _mtimes(workdir) -> dict[str, float]:
+    return {p.stem: p.stat().st_mtime for p in (workdir / "results" / "runs").glob("*.json")}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
+def test_interrupted_run_leaves_nothing_half_written_and_resumes(tmp_path, sig, measured_once):
+    start_from(measured_once, tmp_path)
+    slow = {**SMALL, "measurement": {**SMALL["measurement"], "min_duration_s": 2}}
+    (tmp_path / "config.yaml").write_text(json.dumps(slow))
+    command = [sys.executable.replace("python", "snakemake").rsplit("/", 1)[0] + "/snakemake",
+               "--snakefile", str(REPO / "Snakefile"), "--directory", str(tmp_path),
+               "--configfile", str(tmp_path / "config.yaml"), *PROFILE, "--cores", "2"]
+    runs = tmp_path / "results" / "runs"
+    # As from a terminal: a shell that runs the tests in the background has them ignore
+    # SIGINT, and the ignoring would be inherited.
+    process = subprocess.Popen(command, env=tool_env(), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 120
+    while len(list(runs.glob("*.json"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    finished = {p.stem for p in runs.glob("*.json")}
+    time.sleep(3)  # their jobs have ended and Snakemake has recorded it; others are running
+    os.killpg(process.pid, sig)  # Ctrl-C reaches the whole process group, as in a terminal
+    process.wait(timeout=60)
+
+    assert not (tmp_path / "results" / "summary.parquet").exists()
+    assert not (tmp_path / "report" / "report.html").exists()
+    assert not list(tmp_path.rglob("*.tmp"))  # no temporary left by an atomic write
+    kept = {p.stem: result.read(p)["started_at"] for p in runs.glob("*.json")}  # all whole
+    assert kept
+
+    if sig == signal.SIGKILL:  # a killed Snakemake leaves its lock; it says to do this
+        assert snakemake(tmp_path, slow, "--unlock").returncode == 0
+    rerun = snakemake(tmp_path, slow, *PROFILE, "--cores", "2")
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    cells = expand_cells(config.validate(slow))
+    assert sorted(_statuses(tmp_path)) == sorted(c.id for c in cells)
+    remeasured = {c for c, started in kept.items()
+                  if result.read(runs / f"{c}.json")["started_at"] != started}
+    # Cells whose jobs had finished are kept; only those missing or still running (which
+    # Snakemake cannot know to be complete) are measured again.
+    assert finished and not remeasured & finished, rerun.stdout[-3000:]
+
+
+@pytest.mark.slow
+def test_timing_cells_never_overlap_under_load(tiny_workflow):
+    """--cores 4 on 2 cores (the shared tiny workflow's run): measuring cells wait for the
+    device, the others do not."""
+    records = [result.read(p) for p in (tiny_workflow / "results" / "runs").glob("*.json")]
+    windows = sorted(
+        (_time(r["device_lock"]["acquired_at"]), _time(r["device_lock"]["released_at"]))
+        for r in records if r["status"] == "ok"
+    )
+    measured = [c for c in expand_cells(config.validate(TINY_RUN))
+                if c.device == "cpu" and not c.unsupported_reason()]
+    assert len(windows) == len(measured) > 1
+    for (_, end), (start, _) in zip(windows, windows[1:], strict=False):
+        assert end <= start, "two timing cells held the CPU at the same time"
+    # The jobs that time nothing (here: recording unsupported cells) are not serialized:
+    # some of their processes (started_at is the process start) ran at the same time.
+    others = sorted((_time(r["started_at"]), _time(r["finished_at"]))
+                    for r in records if r["status"] == "unsupported")
+    pairs = zip(others, others[1:], strict=False)
+    assert any(b_start < a_end for (_, a_end), (b_start, _) in pairs), (
+        "the jobs that time nothing ran one at a time")
