@@ -1,10 +1,13 @@
-"""The report's figures, each drawn on axes or a figure that the caller provides."""
+"""The report's figures, each drawn on axes or a figure that the caller provides.
+
+Plain matplotlib: seaborn, which these figures once used, imports scipy.stats, a second or
+so of CPU in every report's kernel."""
 
 import matplotlib as mpl
 import numpy as np
 import pandas as pd
-import seaborn as sns
 from matplotlib.axes import Axes
+from matplotlib.colors import Colormap, Normalize
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullLocator
 
@@ -28,6 +31,21 @@ PANEL_HEIGHT, PANEL_ASPECT = 3.0, 1.4  # inches per panel of the latency plot
 LEGEND_WIDTH = 2.0  # inches
 
 
+# The markers and dash patterns of the optimizations, in order of appearance (seaborn's
+# first ones, which these figures once drew with; then again from the first).
+_MARKERS = ["o", "X", (4, 0, 45), "P", (4, 0, 0), (4, 1, 0), "^", (4, 1, 45), "v",
+            (6, 1, 30), (6, 0, 30), (5, 1, 0), (5, 0, 0)]
+_DASHES = [(), (4, 1.5), (1, 1), (3, 1.25, 1.5, 1.25), (5, 1, 1, 1),
+           (3, 1.25, 1.25, 1.25, 1.25, 1.25), (4, 1, 4, 1, 1, 1), (3, 1.25, 3, 1.25, 1.25, 1.25),
+           (4, 1, 1, 1, 1, 1)]
+_LINE = {"markersize": 8, "markeredgewidth": 0.75, "markeredgecolor": "w"}
+
+
+def despine(ax: Axes) -> None:
+    """No frame above and to the right of the plot."""
+    ax.spines[["top", "right"]].set_visible(False)
+
+
 def latency_vs_length(timed: pd.DataFrame, figure: Figure) -> Figure:
     """Median latency (log scale) against sequence length (log 2 scale), one panel per
     model (rows) and batch size (columns); colour the framework (and device, if several),
@@ -45,18 +63,29 @@ def latency_vs_length(timed: pd.DataFrame, figure: Figure) -> Figure:
         "framework", key=lambda column: column.map(framework_rank), kind="stable")
     models, batches = sorted(data["model"].unique()), sorted(data["batch"].unique())
     seqlens = sorted(data["seqlen"].unique())
-    # The same colours and markers in every panel: in order of appearance, as seaborn's own.
-    styles = {"hue": hue, "hue_order": list(data[hue].unique()), "palette": palette,
-              "style": "optimization", "style_order": list(data["optimization"].unique()),
-              "markers": True, "dashes": True, "markersize": 8, "errorbar": None}
+    # The same colours and markers in every panel, in order of appearance; without a
+    # framework's own colour, the colour cycle's.
+    hues, optimizations = list(data[hue].unique()), list(data["optimization"].unique())
+    if palette is None:
+        cycle = mpl.rcParams["axes.prop_cycle"].by_key()["color"]
+        palette = {name: cycle[k % len(cycle)] for k, name in enumerate(hues)}
+    styles = {name: {"marker": _MARKERS[k % len(_MARKERS)],
+                     "dashes": _DASHES[k % len(_DASHES)]}
+              for k, name in enumerate(optimizations)}
     figure.set_size_inches(PANEL_HEIGHT * PANEL_ASPECT * len(batches) + LEGEND_WIDTH,
                            PANEL_HEIGHT * len(models))
     axes = figure.subplots(len(models), len(batches), sharex=True, sharey=True, squeeze=False)
     for (i, model), (j, batch) in ((m, b) for m in enumerate(models) for b in enumerate(batches)):
         ax = axes[i, j]
         panel = data[data["model"].eq(model) & data["batch"].eq(batch)]
-        sns.lineplot(data=panel, x="seqlen", y="median_ms", ax=ax, legend=(i, j) == (0, 0),
-                     **styles)
+        lines = panel.dropna(subset=["median_ms"]).groupby(
+            [hue, "optimization", "seqlen"])["median_ms"].mean()  # the mean of repeats
+        for name in hues:
+            for optimization in optimizations:
+                if (name, optimization) in lines.index.droplevel("seqlen"):
+                    line = lines.loc[(name, optimization)]  # by length
+                    ax.plot(line.index, line.to_numpy(), color=palette[name],
+                            **styles[optimization], **_LINE)
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.set_xscale("log", base=2)
@@ -66,14 +95,48 @@ def latency_vs_length(timed: pd.DataFrame, figure: Figure) -> Figure:
         ax.set_title(f"{model}, batch {batch}", fontsize=mpl.rcParams["axes.labelsize"])
         ax.set_xlabel("sequence length (tokens)" if i == len(models) - 1 else "")
         ax.set_ylabel("median latency (ms)" if j == 0 else "")
-    sns.despine(fig=figure)
-    first = axes[0, 0]
-    if first.get_legend() is not None:
-        handles, labels = first.get_legend_handles_labels()
-        first.get_legend().remove()
-        figure.legend(handles, labels, loc="center right", frameon=False)
+        despine(ax)
+    if hues:
+        # A subtitle per variable (a label without a line), then its values: the colours,
+        # then the optimizations' markers and dashes in a dark grey.
+        def subtitle(text: str) -> mpl.lines.Line2D:
+            return mpl.lines.Line2D([], [], linewidth=0, marker="", label=text)
+
+        handles = [subtitle(hue)]
+        handles += [mpl.lines.Line2D([], [], color=palette[name], label=name, **_LINE)
+                    for name in hues]
+        handles += [subtitle("optimization")]
+        handles += [mpl.lines.Line2D([], [], color=".2", label=name, **styles[name], **_LINE)
+                    for name in optimizations]
+        figure.legend(handles=handles, loc="center right", frameon=False)
     figure.tight_layout(rect=(0, 0, 1 - LEGEND_WIDTH / figure.get_figwidth(), 1))
     return figure
+
+
+def _heatmap(ax: Axes, values: pd.DataFrame, annot: np.ndarray, cmap: str, norm: Normalize,
+             label: str) -> None:
+    """A square per value of `values` in the colour of `cmap` (`norm` maps the values onto
+    it), the first row on top, with a colour bar labelled `label`; a missing value is left
+    blank: the axes' background shows. `annot`, shaped like the values, is written on each
+    square with a value, dark on a light colour and white on a dark one."""
+    data = np.ma.masked_invalid(values.to_numpy(dtype=float))
+    colormap: Colormap = mpl.colormaps[cmap]
+    mesh = ax.pcolormesh(data, cmap=colormap, norm=norm, linewidths=0.5, edgecolor="white")
+    rows, columns = data.shape
+    ax.set(xlim=(0, columns), ylim=(0, rows))
+    ax.invert_yaxis()
+    colorbar = ax.figure.colorbar(mesh, ax=ax, label=label)
+    colorbar.outline.set_linewidth(0)
+    ax.set_xticks(np.arange(columns) + 0.5, [str(c) for c in values.columns])
+    ax.set_yticks(np.arange(rows) + 0.5, [str(r) for r in values.index], va="center")
+    ax.spines[:].set_visible(False)
+    rgb = colormap(norm(data.filled(np.nan)))[..., :3]
+    rgb = np.where(rgb <= 0.03928, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
+    luminance = rgb @ [0.2126, 0.7152, 0.0722]  # relative luminance (WCAG)
+    for (i, j), text in np.ndenumerate(np.asarray(annot)):
+        if not data.mask[i, j]:
+            ax.text(j + 0.5, i + 0.5, text, ha="center", va="center",
+                    color=".15" if luminance[i, j] > 0.408 else "w")
 
 
 def _log_colorbar(ax: Axes, limit: float, suffix: str) -> None:
@@ -94,9 +157,9 @@ def speedup_heatmap(ax: Axes, panel: Panel, limit: float, several_devices: bool)
     than eager), '✗' on a wrong answer, 'N/A' on a cell that did not run."""
     annot = np.vectorize(lambda v, w: "" if pd.isna(v) else f"{v:.2f}{' ✗' if w else ''}")(
         panel.speedup.to_numpy(), panel.wrong.to_numpy())
-    sns.heatmap(np.log2(panel.speedup), ax=ax, cmap="RdYlGn", center=0,
-                vmin=-limit, vmax=limit, annot=annot, fmt="", linewidths=0.5,
-                cbar_kws={"label": "speed-up over eager (log scale)"})
+    # Centred on no speed-up: as far into the red as into the green.
+    _heatmap(ax, np.log2(panel.speedup), annot, "RdYlGn", Normalize(-limit, limit),
+             "speed-up over eager (log scale)")
     ax.set_facecolor("#eeeeee")  # the squares without a speed-up
     for (i, j), ran in np.ndenumerate(panel.timed.to_numpy()):
         if not ran:
@@ -133,11 +196,8 @@ def ratio_heatmap(ax: Axes, grid: pd.DataFrame, verdicts: pd.DataFrame | None = 
     limit = max(float(np.nanmax(logs.to_numpy())), 0.1)
     # The fastest and the ties get their own text below; a tie is masked (grey).
     annot = grid.map(lambda v: "" if pd.isna(v) else f"{v:.2f}").mask(tied | fastest, "")
-    sns.heatmap(
-        logs.mask(tied), ax=ax, cmap="Reds", vmin=0, vmax=limit,
-        annot=annot.to_numpy(), fmt="", linewidths=0.5,
-        cbar_kws={"label": "best / the fastest framework's best (log scale)"},
-    )
+    _heatmap(ax, logs.mask(tied), annot.to_numpy(), "Reds", Normalize(0, limit),
+             "best / the fastest framework's best (log scale)")
     ax.set_facecolor("#dddddd")  # ties, and squares without a comparison
     for (i, j), tie in np.ndenumerate(tied.to_numpy()):
         if tie:
@@ -239,7 +299,7 @@ def optimizer_share(ax: Axes, bars: pd.DataFrame, title: str = "") -> Axes:
     ax.legend(loc="lower right", fontsize=8, frameon=False)
     if title:
         ax.set_title(title, fontsize=11)
-    sns.despine(ax=ax)
+    despine(ax)
     return ax
 
 
@@ -273,5 +333,5 @@ def change_intervals(ax: Axes, cells: pd.DataFrame) -> Axes:
                for verdict, color in VERDICT_COLORS.items()]
     ax.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=3,
               frameon=False)
-    sns.despine(ax=ax)
+    despine(ax)
     return ax
