@@ -3,6 +3,7 @@ every recipe and precision that applies here runs and validates, the output of e
 checked against PyTorch eager fp32 on the same weights, a planted wrong answer is flagged,
 and what cannot apply is `unsupported` with its reason."""
 
+import copy
 import json
 import re
 import subprocess
@@ -54,7 +55,7 @@ for model in {MODELS_HERE!r}:
 
 
 def run_cell(tmp_path, references, framework, model, optimization, **env) -> dict:
-    out = tmp_path / f"{framework}_{model}_{optimization}.json"
+    out = cell_file(tmp_path, framework, model, optimization)
     done = python(
         "-m", "dlbench", "run", *FAST, f"--framework={framework}", f"--model={model}",
         "--device=cpu", f"--batch={BATCH}", f"--seqlen={SEQLEN}",
@@ -64,6 +65,30 @@ def run_cell(tmp_path, references, framework, model, optimization, **env) -> dic
     record = json.loads(out.read_text())
     result.validate(record)
     return record
+
+
+def cell_file(folder, framework, model, optimization):
+    return folder / f"{framework}_{model}_{optimization}.json"
+
+
+@pytest.fixture(scope="module")
+def cells(tmp_path_factory, references):
+    """run_cell's record of a (framework, model, optimization), each cell run once in this
+    module for every test that reads it (each process imports its framework and
+    transformers: seconds of CPU), its file in cells.folder. The test recipes are on in
+    every cell, as the planted error needs: they add that recipe and change nothing in
+    another (an eager cell's record differed in its timings and memory only, tried)."""
+    folder = tmp_path_factory.mktemp("cells")
+    made: dict[tuple[str, str, str], dict] = {}
+
+    def cell(framework: str, model: str, optimization: str) -> dict:
+        key = (framework, model, optimization)
+        if key not in made:
+            made[key] = run_cell(folder, references, *key, **{TEST_RECIPES_VARIABLE: "1"})
+        return copy.deepcopy(made[key])
+
+    cell.folder = folder
+    return cell
 
 
 def expected_problem(optimization: str) -> str | None:
@@ -254,9 +279,8 @@ print("torch imported:", "torch" in sys.modules)
         ("jax", "tiny-bert", "jit-fp16"),
     ],
 )
-def test_optimization_runs_checks_and_validates(tmp_path, references, framework, model,
-                                                optimization):
-    record = run_cell(tmp_path, references, framework, model, optimization)
+def test_optimization_runs_checks_and_validates(cells, framework, model, optimization):
+    record = cells(framework, model, optimization)
     problem = expected_problem(optimization)
     if problem:  # this CPU has no native bf16/fp16: found at run time, with the reason
         assert (record["status"], record["reason"]) == ("unsupported", problem)
@@ -281,9 +305,8 @@ def test_optimization_runs_checks_and_validates(tmp_path, references, framework,
 
 @pytest.mark.slow
 @pytest.mark.parametrize("framework", registry.REGISTERED)
-def test_a_planted_wrong_answer_is_flagged(tmp_path, references, framework):
-    record = run_cell(tmp_path, references, framework, "tiny-bert", "planted-error",
-                      **{TEST_RECIPES_VARIABLE: "1"})
+def test_a_planted_wrong_answer_is_flagged(cells, framework):
+    record = cells(framework, "tiny-bert", "planted-error")
     assert record["status"] == "ok"
     check = record["correctness"]
     assert check["within_tolerance"] is False
@@ -294,15 +317,15 @@ def test_a_planted_wrong_answer_is_flagged(tmp_path, references, framework):
 
 
 @pytest.mark.slow
-def test_summary_and_report_show_speed_compile_time_correctness_and_reasons(tmp_path,
-                                                                           references):
+def test_summary_and_report_show_speed_compile_time_correctness_and_reasons(tmp_path, cells):
+    """The eager and planted-error cells are the ones the tests above checked (run once)."""
     env = {TEST_RECIPES_VARIABLE: "1"}
-    cells = [("pytorch", "eager"), ("pytorch", "torchscript"), ("pytorch", "planted-error"),
-             ("pytorch", "xla")]
+    runs = [("pytorch", "eager"), ("pytorch", "torchscript"), ("pytorch", "planted-error"),
+            ("pytorch", "xla")]
     paths = []
-    for framework, optimization in cells:
-        run_cell(tmp_path, references, framework, "tiny-bert", optimization, **env)
-        paths.append(tmp_path / f"{framework}_tiny-bert_{optimization}.json")
+    for framework, optimization in runs:
+        cells(framework, "tiny-bert", optimization)
+        paths.append(cell_file(cells.folder, framework, "tiny-bert", optimization))
     summary = tmp_path / "summary.parquet"
     done = python("-m", "dlbench", "aggregate", *map(str, paths), f"--parquet={summary}",
                   f"--csv={tmp_path / 'summary.csv'}", **env)
