@@ -756,6 +756,13 @@ def test_plots_draw_on_the_given_axes(summary):
     lines = [line for line in figure.axes[0].get_lines() if len(line.get_xdata())]
     assert len(lines) == 6  # PyTorch eager, torchscript, compile; TensorFlow eager, graph, xla
     assert figure.legends and "PyTorch" in [t.get_text() for t in figure.legends[0].texts]
+    # Within a decade, a log axis labels minor ticks too: as numbers, not raw mathtext (the
+    # report turns mathtext off).
+    within = timed(summary).assign(median_ms=lambda d: 12 + d["seqlen"] / d["seqlen"].max())
+    figure = plots.latency_vs_length(within, Figure())
+    figure.canvas.draw()
+    labels = [t.get_text() for t in figure.axes[0].yaxis.get_ticklabels(which="both")]
+    assert [text for text in labels if text] and not [text for text in labels if "$" in text]
     for panel in speedup.panels(summary):
         ax = Figure(figsize=plots.speedup_size(panel)).subplots()
         assert plots.speedup_heatmap(ax, panel, speedup.scale(summary), False) is ax

@@ -9,7 +9,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.colors import Colormap, Normalize
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, NullLocator
+from matplotlib.ticker import Formatter, FuncFormatter, NullLocator
 
 from dlbench.analysis.ratio import FASTEST
 from dlbench.analysis.speedup import Panel
@@ -44,6 +44,25 @@ _LINE = {"markersize": 8, "markeredgewidth": 0.75, "markeredgecolor": "w"}
 def despine(ax: Axes) -> None:
     """No frame above and to the right of the plot."""
     ax.spines[["top", "right"]].set_visible(False)
+
+
+class _PlainNumbers(Formatter):
+    """The ticks that `chooser` labels (a log axis labels some minor ticks when its range is
+    under a decade or two), as plain numbers: its own labels are mathtext, shown as raw
+    `$\\mathdefault{2\\times10^{1}}$` since the report turns mathtext off."""
+
+    def __init__(self, chooser: Formatter):
+        self.chooser = chooser
+
+    def set_axis(self, axis) -> None:
+        super().set_axis(axis)
+        self.chooser.set_axis(axis)
+
+    def set_locs(self, locs) -> None:
+        self.chooser.set_locs(locs)
+
+    def __call__(self, value, pos=None) -> str:
+        return f"{value:g}" if self.chooser(value, pos) else ""
 
 
 def latency_vs_length(timed: pd.DataFrame, figure: Figure) -> Figure:
@@ -88,6 +107,7 @@ def latency_vs_length(timed: pd.DataFrame, figure: Figure) -> Figure:
                             **styles[optimization], **_LINE)
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_formatter(_PlainNumbers(ax.yaxis.get_minor_formatter()))
         ax.set_xscale("log", base=2)
         ax.set_xticks(seqlens, [str(s) for s in seqlens])
         ax.xaxis.set_minor_locator(NullLocator())
