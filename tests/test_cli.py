@@ -1,4 +1,5 @@
-"""`dlbench run` on the tiny models in the real frameworks: one valid JSON per cell."""
+"""`dlbench run` on the tiny models in the real frameworks: one valid JSON per cell, and what
+a cell records for fair comparisons (tests/test_fairness.py has the rest of those)."""
 
 import json
 import subprocess
@@ -24,16 +25,35 @@ def run_cell(tmp_path, *args: str) -> dict:
     return record
 
 
-@pytest.mark.parametrize(
-    ("framework", "model", "optimization"),
-    [("pytorch", "tiny-bert", "eager"), ("tensorflow", "tiny-gpt2", "eager"),
-     ("tensorflow", "tiny-distilbert", "graph"), ("jax", "tiny-roberta", "jit"),
-     ("jax", "tiny-gpt2", "eager")],
-)
-def test_cell_measures_and_records(tmp_path, framework, model, optimization):
-    record = run_cell(tmp_path, f"--framework={framework}", f"--model={model}",
-                      "--device=cpu", "--batch=2", "--seqlen=16",
-                      f"--optimization={optimization}", "--threads=2")
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory):
+    """One inference cell's record per (framework, model, optimization), batch 2 × 16
+    tokens on 2 threads (the default), measured once for the tests of this module that
+    read it."""
+    records = {}
+
+    def measure(framework: str, model: str, optimization: str) -> dict:
+        key = (framework, model, optimization)
+        if key not in records:
+            folder = tmp_path_factory.mktemp(f"{framework}-{model}-{optimization}")
+            records[key] = run_cell(folder, f"--framework={framework}", f"--model={model}",
+                                    "--device=cpu", "--batch=2", "--seqlen=16",
+                                    f"--optimization={optimization}", "--threads=2")
+        return records[key]
+
+    return measure
+
+
+# test_every_cell_records_arithmetic_attention_memory_phases_and_builds reads three of these
+# cells' records (one per framework) instead of measuring its own.
+CELLS = [("pytorch", "tiny-bert", "eager"), ("tensorflow", "tiny-gpt2", "eager"),
+         ("tensorflow", "tiny-distilbert", "graph"), ("jax", "tiny-roberta", "jit"),
+         ("jax", "tiny-gpt2", "eager")]
+
+
+@pytest.mark.parametrize(("framework", "model", "optimization"), CELLS)
+def test_cell_measures_and_records(measured, framework, model, optimization):
+    record = measured(framework, model, optimization)
     assert record["status"] == "ok", record["reason"]
     timing = record["timing"]
     assert len(timing["samples_ms"]) == timing["iterations"] >= 3
@@ -48,6 +68,46 @@ def test_cell_measures_and_records(tmp_path, framework, model, optimization):
     assert 0 < startup["imports_done_s"] < startup["model_ready_s"] <= (
         startup["first_timed_iteration_s"])
     assert record["environment"]["libraries"]["transformers"].startswith("4.57")
+
+
+# Fair comparisons (with tests/test_fairness.py): each framework's recipe records its
+# arithmetic, attention, memory by phase and the libraries on the measured path.
+@pytest.mark.parametrize(("framework", "model", "optimization"), [
+    ("pytorch", "tiny-bert", "eager"), ("tensorflow", "tiny-distilbert", "graph"),
+    ("jax", "tiny-roberta", "jit")])
+def test_every_cell_records_arithmetic_attention_memory_phases_and_builds(
+        measured, framework, model, optimization):
+    record = measured(framework, model, optimization)
+    assert record["status"] == "ok", record["reason"]
+    assert record["arithmetic"]["tf32"] is False
+    attention = record["attention"]
+    assert attention["setting"] == "sdpa"
+    if framework == "pytorch":  # an all-ones mask is skipped, in every recipe
+        assert (attention["implementation"], attention["mask_applied"]) == ("sdpa", False)
+        assert {"torch", "torch_cuda", "torch_cudnn", "torch_onednn"} <= set(record["details"])
+    else:  # transformers' TF and Flax classes: explicit attention, the mask always applied
+        assert (attention["implementation"], attention["mask_applied"]) == ("eager", True)
+    if framework == "tensorflow":
+        assert record["arithmetic"]["switches"] == {"tensor_float_32_execution": False}
+        assert {"tensorflow", "tensorflow_cuda", "tensorflow_onednn",
+                "TF_ENABLE_ONEDNN_OPTS"} <= set(record["details"])
+    if framework == "jax":  # float32 matrix products in float32, one compiled program
+        assert record["arithmetic"]["switches"] == {"default_matmul_precision": "highest"}
+        assert {"jax", "jaxlib", "flax", "jax_cuda", "PJRT_NPROC"} <= set(record["details"])
+        assert record["threads"]["intra_op"] == record["settings"]["threads"]
+    memory = record["memory"]
+    for phase in ("load_peak_mb", "resident_after_model_mb", "first_call_peak_mb",
+                  "steady_peak_mb"):
+        assert 0 < memory[phase] <= memory["peak_host_rss_mb"] + 1, phase
+    assert memory["peak_host_rss_mb"] == pytest.approx(
+        max(memory["load_peak_mb"], memory["first_call_peak_mb"], memory["steady_peak_mb"]),
+        abs=8)
+    compilation = record["compilation"]
+    if framework == "jax":  # jit: one program, compiled once
+        assert [compilation[k] for k in ("graphs", "graph_breaks", "recompiles")] == [1, 0, 0]
+    else:
+        assert compilation is None
+    assert record["protocol"] == 1
 
 
 @pytest.mark.parametrize("framework", ["pytorch", "jax"])
