@@ -147,44 +147,55 @@ class Masks(TorchFunctionMode):
 
 ops = load_ops(load_backend("pytorch", "cpu", 1, 1), "inference")
 found = {{}}
-for name in {models!r}:
-    spec = get_model(name)
-    for recipe in ("eager", "torchscript", "compile"):
-        optimization = OPTIMIZATIONS[recipe]
-        try:
-            model = ops.build(spec, 0, optimization, attention={attention!r})
-        except TypeError:  # a dlbench without the attention setting
-            model = ops.build(spec, 0, optimization)
-        inputs = ops.inputs(token_ids(spec, 2, 16, 0))
-        if hasattr(ops, "same_attention_work"):  # as the inference scenario does
-            ops.same_attention_work(model, inputs)
-        spy = Masks()
-        with torch.inference_mode():
-            if recipe == "compile":  # dynamo's graph of the recipe's model and inputs
-                explained = torch._dynamo.explain(model)(**inputs)
-                code = "\\n".join(g.code for g in explained.graphs)
-                calls = [l for l in code.splitlines() if "scaled_dot_product_attention" in l]
-                masks = ["attn_mask = None" not in l for l in calls]
-                found[f"{{name}} compile graphs"] = explained.graph_count
-            else:  # the trace happens in prepare(); eager runs here
-                with spy:
-                    step = prepare(ops, model, inputs, optimization)
-                    if recipe == "eager":
-                        step()
-                masks = spy.masks
-        found[f"{{name}} {{recipe}}"] = masks
-        ops.release()
+for attention, models in {settings!r}.items():
+    found[attention] = {{}}
+    for name in models:
+        spec = get_model(name)
+        for recipe in ("eager", "torchscript", "compile"):
+            optimization = OPTIMIZATIONS[recipe]
+            try:
+                model = ops.build(spec, 0, optimization, attention=attention)
+            except TypeError:  # a dlbench without the attention setting
+                model = ops.build(spec, 0, optimization)
+            inputs = ops.inputs(token_ids(spec, 2, 16, 0))
+            if hasattr(ops, "same_attention_work"):  # as the inference scenario does
+                ops.same_attention_work(model, inputs)
+            spy = Masks()
+            with torch.inference_mode():
+                if recipe == "compile":  # dynamo's graph of the recipe's model and inputs
+                    explained = torch._dynamo.explain(model)(**inputs)
+                    code = "\\n".join(g.code for g in explained.graphs)
+                    calls = [l for l in code.splitlines()
+                             if "scaled_dot_product_attention" in l]
+                    masks = ["attn_mask = None" not in l for l in calls]
+                    found[attention][f"{{name}} compile graphs"] = explained.graph_count
+                else:  # the trace happens in prepare(); eager runs here
+                    with spy:
+                        step = prepare(ops, model, inputs, optimization)
+                        if recipe == "eager":
+                            step()
+                    masks = spy.masks
+            found[attention][f"{{name}} {{recipe}}"] = masks
+            ops.release()
 print(json.dumps(found))
 """
 MASKED_MODELS = ["tiny-bert", "tiny-gpt2", "tiny-distilbert", "tiny-roberta"]
 
 
+@pytest.fixture(scope="module")
+def attention_work() -> dict:
+    """Per attention setting, the SDPA calls of each recipe (and compile's graphs): both
+    settings in one process, which pays torch's and transformers' imports once."""
+    return python(ATTENTION.format(settings={"sdpa": MASKED_MODELS,
+                                             "eager": ["tiny-bert", "tiny-gpt2"]}))
+
+
 @pytest.mark.slow
-def test_every_pytorch_recipe_does_the_same_attention_work():
+def test_every_pytorch_recipe_does_the_same_attention_work(attention_work):
     """transformers' SDPA path skips an all-ones mask eagerly; trace and compile took the
     other branch and applied it (aten::ones, masked_fill feeding SDPA). With the harness's
     policy every recipe calls SDPA without a mask."""
-    found = python(ATTENTION.format(models=MASKED_MODELS, attention="sdpa"))
+    found = attention_work["sdpa"]
     for name in MASKED_MODELS:
         for recipe in ("eager", "torchscript", "compile"):
             masks = found[f"{name} {recipe}"]
@@ -193,9 +204,9 @@ def test_every_pytorch_recipe_does_the_same_attention_work():
 
 
 @pytest.mark.slow
-def test_eager_attention_applies_the_mask_in_every_recipe_without_sdpa():
+def test_eager_attention_applies_the_mask_in_every_recipe_without_sdpa(attention_work):
     """measurement.attention: eager — the explicit algorithm of the TensorFlow classes."""
-    found = python(ATTENTION.format(models=["tiny-bert", "tiny-gpt2"], attention="eager"))
+    found = attention_work["eager"]
     assert all(masks == [] for key, masks in found.items() if not key.endswith("graphs"))
 
 
