@@ -10,6 +10,7 @@ from dlbench.plan.matrix import expand_cells
 from dlbench.records import result
 from tests import report_html
 from tests.conftest import REPO, snakemake, start_from
+from tests.test_generation import check_generates_the_reference_ids
 
 pytestmark = pytest.mark.slow  # end-to-end: `pytest -m "not slow"` skips it
 
@@ -54,6 +55,17 @@ def test_every_cell_is_measured_or_says_why(workflow_run):
         assert record["correctness"]["within_tolerance"] is True
         measured += 1
     assert measured == 4
+
+
+# The cells of tests/test_generation.py's one-cell-per-framework checks that this matrix
+# runs (the same model, batch, prompt, new tokens and reference): checked on its records
+# instead of being run again there.
+@pytest.mark.parametrize(("framework", "optimization"), [
+    ("pytorch", "eager"), ("pytorch", "static-cache"), ("tensorflow", "xla")])
+def test_its_cells_generate_the_reference_ids(workflow_run, framework, optimization):
+    cell = f"generation_{framework}_tiny-gpt2_cpu_b2_p8_n4_{optimization}"
+    record = result.read(workflow_run / "results" / "runs" / f"{cell}.json")
+    check_generates_the_reference_ids(record, framework, optimization)
 
 
 def test_the_summary_and_the_report_show_the_generation(workflow_run):
