@@ -152,6 +152,24 @@ def tiny_workflow(shared_tmp, measured_once) -> Path:
     return workdir
 
 
+@pytest.fixture(scope="session")
+def fixture_report(shared_tmp: Path):
+    """The report of tests/test_report.py's fixture summary, rendered once per test run
+    (papermill, ~7 s of CPU) for tests/test_report.py and tests/test_report_browser.py,
+    which only read it: the first worker that needs it renders it, the other waits and
+    reads it. (summary, the executed notebook, the HTML)."""
+    from tests.test_report import fixture_summary, render_fixture, rendered_files
+
+    folder = shared_tmp / "fixture-report"
+    with FileLock(shared_tmp / "fixture-report.lock"):
+        if not (folder / "done").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            render_fixture(folder)
+            (folder / "done").touch()
+    return (fixture_summary(), *rendered_files(folder))
+
+
 @pytest.fixture
 def chromium() -> str:
     path = shutil.which("chromium")

@@ -75,14 +75,19 @@ def fixture_summary() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def rendered_files(folder: Path) -> tuple[Path, Path]:
+    """Where render_fixture(folder) leaves the executed notebook and the HTML."""
+    return folder / "logs" / "report.ipynb", folder / "report.html"
+
+
 def render_fixture(folder: Path) -> tuple[pd.DataFrame, Path, Path]:
     """The fixture summary with its provenance in folder, rendered: (summary, the executed
-    notebook, the HTML)."""
+    notebook, the HTML). Once per test run: the `fixture_report` fixture (tests/conftest.py)."""
     summary = fixture_summary()
     path = folder / "summary.parquet"
     summary.to_parquet(path, index=False)
     provenance.write(folder / provenance.NAME, CONFIG, ["config/presets/optimizations.yaml"])
-    executed, html = folder / "logs" / "report.ipynb", folder / "report.html"
+    executed, html = rendered_files(folder)
     render(REPO / "workflow" / "notebooks" / "report.py", path, executed, html)
     return summary, executed, html
 
@@ -94,9 +99,9 @@ CONFIG = {"frameworks": ["pytorch", "tensorflow"], "devices": ["cpu"],
 
 
 @pytest.fixture(scope="module")
-def rendered(tmp_path_factory):
+def rendered(fixture_report):
     """The summary, the executed notebook and the HTML of the fixture's report."""
-    summary, executed, html = render_fixture(tmp_path_factory.mktemp("report"))
+    summary, executed, html = fixture_report
     return summary, json.loads(executed.read_text()), html.read_text()
 
 

@@ -15,7 +15,7 @@ from bs4 import BeautifulSoup
 from dlbench.records import provenance
 from dlbench.report import render
 from tests.conftest import REPO, headless_chrome
-from tests.test_report import CONFIG, fixture_summary, render_fixture
+from tests.test_report import CONFIG, fixture_summary
 
 pytestmark = pytest.mark.slow  # a browser: `pytest -m "not slow"` skips it
 
@@ -41,8 +41,8 @@ def cut_off(driver) -> list[str]:
             if right > min(room, width) + 0.5]
 
 
-def test_report_in_a_browser(tmp_path, chromium):
-    _, _, html = render_fixture(tmp_path)
+def test_report_in_a_browser(tmp_path, chromium, fixture_report):
+    _, _, html = fixture_report  # rendered once for this and tests/test_report.py
     shots = tmp_path / "screenshots"
     shots.mkdir()
     with headless_chrome(chromium) as driver:
