@@ -104,11 +104,12 @@ MEASURED_ONCE = ["results/peak/cpu_fp32_t2.json", "results/peak/gpu_fp32_t2.json
 
 @pytest.fixture(scope="session")
 def measured_once(shared_tmp: Path) -> Path:
-    """The real workflow run once on TINY_CONFIG up to its peak and its references: the
-    results folder that the other end-to-end tests start from, as a user's second run on a
-    machine does (measuring the peak's libraries and the references costs each run a minute
-    or two on 2 cores; the tests of those rules read this run). Once per test run: the
-    first worker that needs it makes it, the other waits and reads it."""
+    """The real workflow run once on TINY_CONFIG up to its peaks, both models' weights and
+    the tiny-bert references that later runs read (MEASURED_ONCE): the results folder that
+    the other end-to-end tests start from, as a user's second run on a machine does
+    (measuring the peak's libraries and the references costs each run a minute or two on 2
+    cores; the tests of those rules read this run). Once per test run: the first worker
+    that needs it makes it, the other waits and reads it."""
     workdir = shared_tmp / "measured-once"
     with FileLock(shared_tmp / "measured-once.lock"):
         if not (workdir / "done").exists():

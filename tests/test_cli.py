@@ -1,6 +1,7 @@
 """`dlbench run` on the tiny models in the real frameworks: one valid JSON per cell, and what
 a cell records for fair comparisons (tests/test_fairness.py has the rest of those)."""
 
+import copy
 import json
 import subprocess
 import sys
@@ -39,7 +40,7 @@ def measured(tmp_path_factory):
             records[key] = run_cell(folder, f"--framework={framework}", f"--model={model}",
                                     "--device=cpu", "--batch=2", "--seqlen=16",
                                     f"--optimization={optimization}", "--threads=2")
-        return records[key]
+        return copy.deepcopy(records[key])  # a test's edits stay its own
 
     return measure
 

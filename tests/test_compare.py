@@ -442,11 +442,12 @@ def test_the_change_plot_draws_one_row_per_compared_cell(tmp_path):
     plt.close(fig)
 
 
-@pytest.mark.slow  # two `snakemake` runs
+@pytest.mark.slow  # three `snakemake` runs
 def test_the_compare_rule_exists_only_with_a_baseline(tmp_path):
     """Without compare.baseline the workflow has no compare job (the other jobs' commands
-    are those of a config without the key); a baseline that is not there is refused. (With
-    one, one job runs `dlbench compare`: the workflow test above, which runs it.)"""
+    are those of a config without the key); a baseline that is not there is refused; with
+    one, a run of the whole workflow (its default target) has one job that runs `dlbench
+    compare` (the workflow test above runs it, asking for its outputs only)."""
     config = tiny_config(frameworks=["pytorch"], devices=["cpu"], models=["tiny-bert"],
                          batch_sizes=[1], sequence_lengths=[8], optimizations=["eager"])
     without = snakemake(tmp_path, config, "--dry-run", "--printshellcmds")
@@ -456,6 +457,10 @@ def test_the_compare_rule_exists_only_with_a_baseline(tmp_path):
     missing = snakemake(tmp_path, config, "--dry-run")
     assert missing.returncode != 0
     assert "compare.baseline" in missing.stdout + missing.stderr
+    config["compare"] = {"baseline": str(result_set(tmp_path / "old results"))}
+    planned = snakemake(tmp_path, config, "--dry-run", "--printshellcmds")
+    assert planned.returncode == 0, planned.stderr[-3000:]
+    assert planned.stdout.count("-m dlbench compare ") == 1, planned.stdout[-3000:]
 
 
 # -- interleaved sides: two configs or checkouts measured alternately, real processes ----

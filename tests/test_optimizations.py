@@ -264,7 +264,8 @@ print("torch imported:", "torch" in sys.modules)
         ("pytorch", "tiny-xlnet", "torchscript-bf16"),
         ("pytorch", "tiny-bert", "compile"),
         # compile-max-autotune: test_fairness compiles its recipe on two GEMMs (its
-        # kernels, one graph); a tiny-bert cell of its own here took 50 s more.
+        # kernels, one graph); a tiny-bert cell of its own here took 50 s more. So no
+        # transformer runs it in the suite: its frozen weights are `compile`'s (below).
         ("pytorch", "tiny-roberta", "compile-bf16"),
         ("tensorflow", "tiny-bert", "eager"),
         ("tensorflow", "tiny-xlm", "eager-bf16"),
