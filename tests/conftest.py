@@ -308,9 +308,9 @@ def pytest_runtest_call(item):
 # its jobs run one after another, and the executor checks their status every ~12 s; it goes
 # where the other worker still has long modules), down to the modules of ~10 s, so that
 # the last module a worker takes is a short one (by name, the workers ended 40 s apart).
-# Their time in a fresh clone's run on 2026-11-27 (s): 199, 94, 43, 82 | 268, 243, 184,
-# 150, 121, 144, 113, 87, 142 (mostly waiting), 67, 79, 72 | 55, 42, 34, 29, 27, 26, 22,
-# 20, 18, 14, 14, 13, 11, 10, 10; the others (8 s or less) follow by name.
+# Their time in a fresh clone's run on 2026-11-27, after that day's cuts (s): 224, 132, 47,
+# 73 | 218, 270, 209, 96, 121, 119, 105, 76, 130 (mostly waiting), 61, 61, 67 | 54, 36, 30,
+# 23, 13, 21, 20, 15, 16, 11, 11, 11, 9, 9, 8; the others (6 s or less) follow by name.
 ORDER = ("test_grouping", "test_bottleneck", "test_measurement", "test_compare",
          "test_faults", "test_training", "test_optimizations", "test_fairness",
          "test_train_step_run", "test_generation", "test_pipelines", "test_presets",
