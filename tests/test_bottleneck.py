@@ -209,11 +209,12 @@ def train(tmp_path, data, pipeline: str, *extra: str, **env: str) -> pd.Series:
     return derive(summarize([out])).iloc[0]
 
 
-@pytest.mark.slow
-@pytest.mark.alone
+@pytest.mark.slow  # not `alone` (the docstring says why)
 def test_a_starved_loader_is_input_bound_and_its_ablation_proves_it(tmp_path, data):
-    """0 workers and 15 ms of planted decoding per image (480 ms a batch of 32): the step
-    waits for data, and fed from memory it runs several times as fast."""
+    """0 workers and 15 ms of planted decoding per image (480 ms a batch of 32, asleep): the
+    step waits for data, and fed from memory it runs several times as fast. A load beside it
+    slows the step, not the sleep: the figures still say input-bound, and the cell is flagged
+    busy, so not decided."""
     cell = train(tmp_path, data, "w0", **{faults.DECODE_DELAY_VARIABLE: "15"})
     name, why = bottleneck.figures_verdict(cell)
     assert name == bottleneck.INPUT, why
