@@ -1,0 +1,96 @@
+"""Where a CNN training step's time goes on the CPU, per convolution of dlbench's CNN (batch
+64, 32×32 images): the forward pass, the gradient of the input and that of the kernel, in
+JAX under jax.jit (NHWC, as Flax's nn.Conv) and in PyTorch (NCHW, as its Conv2d), side by
+side in one run. Each in a process of its own, with the same number of threads.
+
+    .venv/bin/python bench/conv_gradients.py [--threads 2] [--batch 64]
+
+Prints the median of 7 calls after two warm ones, in ms, per layer and operation.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+# (input channels, output channels, side) of the CNN's four 3×3 convolutions
+# (dlbench.catalogue.models.vision: channels 3, 50, 50, 100, 100, pooled after the 2nd).
+LAYERS = [(3, 50, 32), (50, 50, 32), (50, 100, 16), (100, 100, 16)]
+OPERATIONS = ("forward", "input gradient", "kernel gradient")
+
+JAX = """
+import jax, jax.numpy as jnp, numpy as np
+from jax import lax
+def conv(x, w):
+    return lax.conv_general_dilated(x, w, (1, 1), "SAME",
+                                    dimension_numbers=("NHWC", "HWIO", "NHWC"))
+def calls(batch, cin, cout, side):
+    rng = np.random.default_rng(0)
+    x = jnp.asarray(rng.standard_normal((batch, side, side, cin), np.float32))
+    w = jnp.asarray(rng.standard_normal((3, 3, cin, cout), np.float32))
+    total = lambda x, w: conv(x, w).sum()
+    fns = [jax.jit(conv), jax.jit(jax.grad(total, 0)), jax.jit(jax.grad(total, 1))]
+    return [lambda f=f: jax.block_until_ready(f(x, w)) for f in fns]
+"""
+
+TORCH = """
+import torch
+def calls(batch, cin, cout, side):
+    torch.manual_seed(0)
+    x = torch.randn(batch, cin, side, side)
+    w = torch.randn(cout, cin, 3, 3)
+    conv = lambda x, w: torch.nn.functional.conv2d(x, w, padding=1)
+    def grad(of):
+        x_, w_ = x.clone().requires_grad_(of == 0), w.clone().requires_grad_(of == 1)
+        return lambda: torch.autograd.grad(conv(x_, w_).sum(), (x_, w_)[of])
+    def forward():
+        with torch.no_grad():
+            conv(x, w)
+    return [forward, grad(0), grad(1)]
+"""
+
+TIMING = """
+import json, statistics, sys, time
+def median_ms(call):
+    for _ in range(2):
+        call()
+    times = []
+    for _ in range(7):
+        start = time.perf_counter()
+        call()
+        times.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(times)
+batch, layers = int(sys.argv[1]), json.loads(sys.argv[2])
+print(json.dumps([[median_ms(c) for c in calls(batch, *layer)] for layer in layers]))
+"""
+
+
+def measure(code: str, threads: int, batch: int) -> list[list[float]]:
+    env = {**os.environ, "PJRT_NPROC": str(threads), "OMP_NUM_THREADS": str(threads),
+           "XLA_FLAGS": "--xla_force_host_platform_device_count=1"}
+    done = subprocess.run([sys.executable, "-c", code + TIMING, str(batch), json.dumps(LAYERS)],
+                          capture_output=True, text=True, env=env, check=True)
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--batch", type=int, default=64)
+    args = parser.parse_args()
+    jax_ms = measure(JAX, args.threads, args.batch)
+    torch_ms = measure(TORCH, args.threads, args.batch)
+    print(f"{'layer':<18}{'operation':<17}{'JAX ms':>9}{'PyTorch ms':>12}{'JAX/PyTorch':>13}")
+    for (cin, cout, side), jax_row, torch_row in zip(LAYERS, jax_ms, torch_ms):
+        for operation, j, t in zip(OPERATIONS, jax_row, torch_row):
+            print(f"{f'{cin}->{cout} {side}x{side}':<18}{operation:<17}{j:>9.1f}{t:>12.1f}"
+                  f"{j / t:>13.2f}")
+    totals = [sum(row[i] for row in ms) for ms in (jax_ms, torch_ms) for i in range(3)]
+    for i, operation in enumerate(OPERATIONS):
+        print(f"{'all four':<18}{operation:<17}{totals[i]:>9.1f}{totals[3 + i]:>12.1f}"
+              f"{totals[i] / totals[3 + i]:>13.2f}")
+
+
+if __name__ == "__main__":
+    main()
