@@ -82,8 +82,8 @@ def main() -> None:
     jax_ms = measure(JAX, args.threads, args.batch)
     torch_ms = measure(TORCH, args.threads, args.batch)
     print(f"{'layer':<18}{'operation':<17}{'JAX ms':>9}{'PyTorch ms':>12}{'JAX/PyTorch':>13}")
-    for (cin, cout, side), jax_row, torch_row in zip(LAYERS, jax_ms, torch_ms):
-        for operation, j, t in zip(OPERATIONS, jax_row, torch_row):
+    for (cin, cout, side), jax_row, torch_row in zip(LAYERS, jax_ms, torch_ms, strict=True):
+        for operation, j, t in zip(OPERATIONS, jax_row, torch_row, strict=True):
             print(f"{f'{cin}->{cout} {side}x{side}':<18}{operation:<17}{j:>9.1f}{t:>12.1f}"
                   f"{j / t:>13.2f}")
     totals = [sum(row[i] for row in ms) for ms in (jax_ms, torch_ms) for i in range(3)]
