@@ -1,7 +1,8 @@
 """Where a CNN training step's time goes on the CPU, per convolution of dlbench's CNN (batch
 64, 32×32 images): the forward pass, the gradient of the input and that of the kernel, in
 JAX under jax.jit (NHWC, as Flax's nn.Conv) and in PyTorch (NCHW, as its Conv2d), side by
-side in one run. Each in a process of its own, with the same number of threads.
+side in one run; a gradient is the backward pass alone, without the forward. Each framework
+in a process of its own, with the same number of threads.
 
     .venv/bin/python bench/conv_gradients.py [--threads 2] [--batch 64]
 
@@ -29,9 +30,12 @@ def calls(batch, cin, cout, side):
     rng = np.random.default_rng(0)
     x = jnp.asarray(rng.standard_normal((batch, side, side, cin), np.float32))
     w = jnp.asarray(rng.standard_normal((3, 3, cin, cout), np.float32))
-    total = lambda x, w: conv(x, w).sum()
-    fns = [jax.jit(conv), jax.jit(jax.grad(total, 0)), jax.jit(jax.grad(total, 1))]
-    return [lambda f=f: jax.block_until_ready(f(x, w)) for f in fns]
+    g = jnp.ones((batch, side, side, cout), jnp.float32)
+    # The backward pass alone: the forward's result is not needed (XLA drops it).
+    grad = lambda of: jax.jit(lambda x, w, g: jax.vjp(conv, x, w)[1](g)[of])
+    fns = [jax.jit(conv), grad(0), grad(1)]
+    args = [(x, w), (x, w, g), (x, w, g)]
+    return [lambda f=f, a=a: jax.block_until_ready(f(*a)) for f, a in zip(fns, args, strict=True)]
 """
 
 TORCH = """
@@ -41,9 +45,11 @@ def calls(batch, cin, cout, side):
     x = torch.randn(batch, cin, side, side)
     w = torch.randn(cout, cin, 3, 3)
     conv = lambda x, w: torch.nn.functional.conv2d(x, w, padding=1)
-    def grad(of):
+    def grad(of):  # the backward pass alone: the forward is run once, its graph kept
         x_, w_ = x.clone().requires_grad_(of == 0), w.clone().requires_grad_(of == 1)
-        return lambda: torch.autograd.grad(conv(x_, w_).sum(), (x_, w_)[of])
+        out = conv(x_, w_)
+        g = torch.ones_like(out)
+        return lambda: torch.autograd.grad(out, (x_, w_)[of], g, retain_graph=True)
     def forward():
         with torch.no_grad():
             conv(x, w)
