@@ -212,17 +212,21 @@ def train(tmp_path, data, pipeline: str, *extra: str, **env: str) -> pd.Series:
 @pytest.mark.slow  # not `alone` (the docstring says why)
 def test_a_starved_loader_is_input_bound_and_its_ablation_proves_it(tmp_path, data):
     """0 workers and 15 ms of planted decoding per image (480 ms a batch of 32, asleep): the
-    step waits for data, and fed from memory it runs several times as fast. A load beside it
-    slows the step, not the sleep: the figures still say input-bound, and the cell is flagged
-    busy, so not decided."""
+    step waits for data, and fed from memory it runs several times as fast. A load beside
+    it slows the computation, not the sleep: the figures still say input-bound, and a
+    flagged cell is not decided. It slows the ablation too (its own loop after the timed
+    one): efficiency 0.16 alone, 0.43 beside a spinning core (flagged busy), so the check
+    is the verdict's bound (INPUT_BOUND_EFFICIENCY, 0.8), against ~1 without the delay."""
     cell = train(tmp_path, data, "w0", **{faults.DECODE_DELAY_VARIABLE: "15"})
     name, why = bottleneck.figures_verdict(cell)
     assert name == bottleneck.INPUT, why
-    # On a machine busy with other work the cell is flagged, and then not decided.
-    flagged = bool(bottleneck.noise_flags(cell))
-    assert bottleneck.verdict(cell)[0] == (bottleneck.UNDECIDED if flagged else name)
+    # On a machine busy with other work the cell is flagged, and then not decided (unless
+    # its only flag is the unevenness of its own starved steps: bottleneck.undecided).
+    expected = bottleneck.UNDECIDED if bottleneck.undecided(cell) else name
+    assert bottleneck.verdict(cell)[0] == expected
     assert cell["breakdown_input_wait_share"] > 0.5
-    assert cell["ablation_efficiency"] < 0.5 and bottleneck.agrees(cell)
+    assert cell["ablation_efficiency"] <= bottleneck.INPUT_BOUND_EFFICIENCY
+    assert bottleneck.agrees(cell)
 
 
 @pytest.mark.slow
