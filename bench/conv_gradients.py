@@ -18,9 +18,13 @@ import os
 import subprocess
 import sys
 
-# (input channels, output channels, side) of the CNN's four 3×3 convolutions
-# (dlbench.catalogue.models.vision: channels 3, 50, 50, 100, 100, pooled after the 2nd).
-LAYERS = [(3, 50, 32), (50, 50, 32), (50, 100, 16), (100, 100, 16)]
+from dlbench.catalogue.models.vision import MODELS
+
+CNN = MODELS["cnn"]
+# (input channels, output channels, side) of the CNN's four convolutions: pooled (halved)
+# after every second one, as dlbench.catalogue.models.vision lays them out.
+LAYERS = [(CNN.channels[i], CNN.channels[i + 1], CNN.image_size // 2 ** (i // 2))
+          for i in range(4)]
 OPERATIONS = ("forward", "input gradient", "kernel gradient")
 
 JAX = """
@@ -29,10 +33,10 @@ from jax import lax
 def conv(x, w):
     return lax.conv_general_dilated(x, w, (1, 1), "SAME",
                                     dimension_numbers=("NHWC", "HWIO", "NHWC"))
-def calls(batch, cin, cout, side):
+def calls(batch, k, cin, cout, side):
     rng = np.random.default_rng(0)
     x = jnp.asarray(rng.standard_normal((batch, side, side, cin), np.float32))
-    w = jnp.asarray(rng.standard_normal((3, 3, cin, cout), np.float32))
+    w = jnp.asarray(rng.standard_normal((k, k, cin, cout), np.float32))
     g = jnp.ones((batch, side, side, cout), jnp.float32)
     # The backward pass alone: the forward's result is not needed (XLA drops it).
     grad = lambda of: jax.jit(lambda x, w, g: jax.vjp(conv, x, w)[1](g)[of])
@@ -43,11 +47,11 @@ def calls(batch, cin, cout, side):
 
 TORCH = """
 import torch
-def calls(batch, cin, cout, side):
+def calls(batch, k, cin, cout, side):
     torch.manual_seed(0)
     x = torch.randn(batch, cin, side, side)
-    w = torch.randn(cout, cin, 3, 3)
-    conv = lambda x, w: torch.nn.functional.conv2d(x, w, padding=1)
+    w = torch.randn(cout, cin, k, k)
+    conv = lambda x, w: torch.nn.functional.conv2d(x, w, padding="same")
     def grad(of):  # the backward pass alone: the forward is run once, its graph kept
         x_, w_ = x.clone().requires_grad_(of == 0), w.clone().requires_grad_(of == 1)
         out = conv(x_, w_)
@@ -70,15 +74,16 @@ def best_ms(call):
         call()
         times.append((time.perf_counter() - start) * 1e3)
     return min(times)
-batch, layers = int(sys.argv[1]), json.loads(sys.argv[2])
-print(json.dumps([[best_ms(c) for c in calls(batch, *layer)] for layer in layers]))
+batch, kernel, layers = int(sys.argv[1]), int(sys.argv[2]), json.loads(sys.argv[3])
+print(json.dumps([[best_ms(c) for c in calls(batch, kernel, *layer)] for layer in layers]))
 """
 
 
 def measure(code: str, threads: int, batch: int) -> list[list[float]]:
     env = {**os.environ, "PJRT_NPROC": str(threads), "OMP_NUM_THREADS": str(threads),
            "XLA_FLAGS": "--xla_force_host_platform_device_count=1"}
-    done = subprocess.run([sys.executable, "-c", code + TIMING, str(batch), json.dumps(LAYERS)],
+    done = subprocess.run([sys.executable, "-c", code + TIMING, str(batch), str(CNN.kernel),
+                           json.dumps(LAYERS)],
                           capture_output=True, text=True, env=env, check=True)
     return json.loads(done.stdout.splitlines()[-1])
 
@@ -99,6 +104,7 @@ def main() -> None:
     for i, operation in enumerate(OPERATIONS):
         j, t = (sum(row[i] for row in ms[skip[i]:]) for ms in (jax_ms, torch_ms))
         print(f"{'a training step':<18}{operation:<17}{j:>9.1f}{t:>12.1f}{j / t:>13.2f}")
+
 
 if __name__ == "__main__":
     main()
