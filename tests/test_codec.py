@@ -65,7 +65,8 @@ def expected(scenario: scenarios.Scenario, validated: dict, cell) -> dict:
     """What the cell's process should read: the config's values, a per-axis setting's for
     the cell's own axis value."""
     section = validated[scenario.name]
-    values = {n: v for n, v in validated["measurement"].items() if n != "process"}
+    values = {n: v for n, v in validated["measurement"].items()
+              if n not in settings.NOT_PER_CELL}
     for name, spec in scenario.settings_schema().items():
         axis = spec.get("x-per-axis")
         values[name] = section[name][cell.size(axis)] if axis else section[name]

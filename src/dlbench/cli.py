@@ -95,8 +95,15 @@ def _parser(scenario_name: str = DEFAULT_SCENARIO) -> argparse.ArgumentParser:
     peak.add_argument("--size", type=int, action="append",
                       help="the matrices' side, repeatable (default: sizes where the "
                       "product is compute-bound)")
-    from dlbench.measure.peak import LIBRARIES
+    from dlbench.measure.peak import ATTEMPTS, LIBRARIES, QUIET_WAIT_S
 
+    peak.add_argument("--attempts", type=int, default=ATTEMPTS,
+                      help="CPU: measure a library that did not get the cores of its "
+                      "threads again, up to this many attempts in all (default: %(default)s)")
+    peak.add_argument("--quiet-wait-s", type=float, default=QUIET_WAIT_S,
+                      help="CPU: before each attempt, wait up to this many seconds for the "
+                      "machine to be quiet (no other work on its cores; default: "
+                      "%(default)s)")
     which = peak.add_mutually_exclusive_group()
     which.add_argument("--library", choices=list(LIBRARIES),
                        help="measure this library only, in this process")
@@ -299,7 +306,8 @@ def _command(args: argparse.Namespace, process_start: float) -> int:
 
         print(peak.describe(peak.write(args.device, args.precision, args.threads, args.out,
                                        args.seconds, args.size, args.library,
-                                       args.libraries, args.combine)))
+                                       args.libraries, args.combine, args.attempts,
+                                       args.quiet_wait_s)))
         return 0
     if args.command == "report":
         from dlbench.report import render

@@ -4,7 +4,9 @@
 # environment (peak_library), then joined into one record that names the best (peak).
 # Its files are kept like the reference weights: measured once, read by every later report.
 # A library job holds the device's lock while it multiplies, as a timing cell does (and
-# asks for cpu_timing or the GPU, and the cells' SLURM resources, like one).
+# asks for cpu_timing or the GPU, and the cells' SLURM resources, like one); on the CPU it
+# first waits for a quiet machine (measurement.quiet_wait_s) and measures again a library
+# that did not get its cores (dlbench.measure.peak).
 from dlbench.measure.peak import LIBRARIES, library_paths
 
 localrules:
@@ -33,6 +35,7 @@ rule peak_library:
     params:
         src=SRC,
         python=PYTHON,
+        quiet=MEASUREMENT["quiet_wait_s"],
     threads: cell_threads
     resources:
         # As a measuring cell's: the device, and on SLURM the cells' partition, node type,
@@ -46,7 +49,7 @@ rule peak_library:
         "PYTHONPATH={params.src:q} {params.python:q} -m dlbench peak"
         " --device={wildcards.device} --precision={wildcards.precision}"
         " --threads={wildcards.threads} --library={wildcards.library}"
-        " --out={output:q} > {log:q} 2>&1"
+        " --quiet-wait-s={params.quiet} --out={output:q} > {log:q} 2>&1"
 
 
 rule peak:

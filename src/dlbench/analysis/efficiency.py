@@ -1,8 +1,12 @@
 """Efficiency against the machine's limit: what each timed cell computes (dlbench.measure.flops),
 the FLOP/s it achieved, and the fraction of the measured GEMM peak (dlbench.measure.peak) of its
 device, precision and thread count: the best library's matrix product, named, with each
-framework's own default library's rate beside it (`own GEMM`), so that a gap between the
-frameworks that is a gap between their libraries shows.
+framework's own library's rate beside it (`own GEMM`: the product its layers run), so that
+a gap between the frameworks that is a gap between their libraries shows. A library
+measured on a busy machine is no ceiling (dlbench.measure.peak). A cell above the peak or
+above its own
+framework's product is a measurement problem (`above_ceiling`): flagged, left out of the
+averages here and of the answer (dlbench.analysis.headline), as a wrong answer is.
 
 A cell's FLOPs are those of one timed iteration, as its scenario counts them
 (`Scenario.iteration_flops`, from dlbench.measure.flops): a forward pass (inference), a
@@ -41,8 +45,8 @@ def load_peaks(paths: Iterable[str | Path]) -> pd.DataFrame:
     """One row per peak file: device, precision, threads, status, reason, peak_gflops
     (NaN unless ok), peak_library (the best library's name), peak_hardware (the hardware
     fingerprint it was measured on), the theoretical figure and its label, and
-    gemm_<framework>: the rate of each framework's own default library (NaN where it was
-    not measured)."""
+    gemm_<framework>: the rate of each framework's own library, the product its layers
+    run (NaN where it was not measured, or measured on a busy machine)."""
     rows = []
     for path in paths:
         record = json.loads(Path(path).read_text())
@@ -166,8 +170,22 @@ def efficiency(frame: pd.DataFrame, peaks: pd.DataFrame) -> pd.DataFrame:
     own = [row.get(f"gemm_{row['framework']}", np.nan) for _, row in cells.iterrows()]
     cells["own_gemm_gflops"] = pd.Series(own, index=cells.index, dtype=float)
     cells["fraction_of_own_gemm"] = cells["achieved_gflops"] / cells["own_gemm_gflops"]
-    cells["above_peak"] = cells["fraction_of_peak"] > ABOVE_PEAK
+    # (A cell exactly at its ceiling is not above it, whatever the rounding.)
+    cells["above_peak"] = cells["fraction_of_peak"] > ABOVE_PEAK + 1e-9
+    cells["above_own_gemm"] = cells["fraction_of_own_gemm"] > ABOVE_PEAK + 1e-9
+    cells["above_ceiling"] = cells["above_peak"] | cells["above_own_gemm"]
     return cells
+
+
+def with_ceilings(frame: pd.DataFrame, paths: Iterable[str | Path]) -> pd.DataFrame:
+    """The summary with `above_ceiling`: True for a timed cell faster than the machine's
+    peak or than its own framework's fastest matrix product — a measurement problem, which
+    never wins, as a wrong answer never does (dlbench.analysis.headline)."""
+    above = efficiency(frame, load_peaks(paths))["above_ceiling"] if len(frame) else None
+    flagged = pd.Series(False, index=frame.index)
+    if above is not None:
+        flagged.loc[above[above].index] = True
+    return frame.assign(above_ceiling=flagged)
 
 
 def phases(cells: pd.DataFrame) -> pd.DataFrame:
@@ -202,17 +220,18 @@ def phases(cells: pd.DataFrame) -> pd.DataFrame:
 
 
 def count_above_peak(frame: pd.DataFrame, paths: Iterable[str | Path]) -> int:
-    """How many timed cells of a summary are above their peak (the answer's count)."""
-    return int(efficiency(frame, load_peaks(paths))["above_peak"].sum())
+    """How many timed cells of a summary are above their peak or their own framework's
+    matrix product (the answer's count)."""
+    return int(efficiency(frame, load_peaks(paths))["above_ceiling"].sum())
 
 
 def above_peak(cells: pd.DataFrame) -> pd.DataFrame:
-    """The cells of `efficiency` above the peak — a measurement problem — with their
-    numbers: scenario, model, sizes, framework, optimization, precision, GFLOP per
-    iteration, ms (the headline time), achieved GFLOP/s, the peak and its library, and the
-    share."""
+    """The cells of `efficiency` above the peak or their own framework's matrix product —
+    a measurement problem — with their numbers: scenario, model, sizes, framework,
+    optimization, precision, GFLOP per iteration, ms (the headline time), achieved
+    GFLOP/s, the peak and its library, and the shares of both."""
     rows = []
-    for _, row in cells[cells["above_peak"]].iterrows():
+    for _, row in cells[cells["above_ceiling"]].iterrows():
         rows.append({"scenario": row["scenario"], "model": row["model"],
                      "batch": int(row["batch"]),
                      "length": "" if pd.isna(row.get("seqlen", np.nan))
@@ -223,7 +242,9 @@ def above_peak(cells: pd.DataFrame) -> pd.DataFrame:
                      "ms": fmt_ms(row["headline_ms"]),
                      "achieved GFLOP/s": fmt_ms(row["achieved_gflops"]),
                      "peak GFLOP/s": f"{fmt_ms(row['peak_gflops'])} ({row['peak_library']})",
-                     "% of peak": fmt_share(row["fraction_of_peak"])})
+                     "% of peak": fmt_share(row["fraction_of_peak"]),
+                     "own GEMM GFLOP/s": fmt_ms(row["own_gemm_gflops"]),
+                     "% of own GEMM": fmt_share(row["fraction_of_own_gemm"])})
     return pd.DataFrame(rows)
 
 
@@ -254,7 +275,8 @@ def table(cells: pd.DataFrame, several_devices: bool) -> pd.DataFrame:
                     "% of peak": fmt_share(row["fraction_of_peak"])
                     + (" ⚠ above the peak" if row["above_peak"] else ""),
                     "own GEMM GFLOP/s": fmt_ms(row["own_gemm_gflops"]),
-                    "% of own GEMM": fmt_share(row["fraction_of_own_gemm"])})
+                    "% of own GEMM": fmt_share(row["fraction_of_own_gemm"])
+                    + (" ⚠ above it" if row["above_own_gemm"] else "")})
         rows.append(out)
     frame = pd.DataFrame(rows)
     for column in ("length", "settings"):  # only where some cell has one
@@ -282,10 +304,12 @@ def _peak_text(row) -> str:
 def by_optimization(cells: pd.DataFrame, several_devices: bool) -> pd.DataFrame:
     """Per scenario, framework, optimization and precision (and device): the cells, the
     median and the best % of the peak, and the best achieved GFLOP/s, over the cells with
-    a right answer (a rate that came with a wrong answer does not count)."""
+    a right answer and below their ceilings (a rate that came with a wrong answer, or one
+    above a limit, does not count)."""
     keys = ["scenario", "framework", "optimization", "precision"] + (
         ["device"] if several_devices else [])
-    grouped = cells[~cells["wrong_answer"]].groupby(keys, sort=True, dropna=False)
+    grouped = cells[~cells["wrong_answer"] & ~cells["above_ceiling"]].groupby(
+        keys, sort=True, dropna=False)
     frame = grouped.agg(cells=("flops", "size"),
                         median_fraction=("fraction_of_peak", "median"),
                         best_fraction=("fraction_of_peak", "max"),

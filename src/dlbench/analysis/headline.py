@@ -125,7 +125,7 @@ def _framework_best(cells: pd.DataFrame, best) -> str:
     fastest."""
     if cells.empty:
         return "— (no timing)"
-    right = cells[~cells["wrong_answer"]]
+    right = cells[~disqualified(cells)]
     if right.empty:
         return "— (wrong answers only)"
     own = next(right.itertuples())
@@ -134,10 +134,26 @@ def _framework_best(cells: pd.DataFrame, best) -> str:
         f"{text}, {_slower_by(own, best)}"
 
 
+def disqualified(cells: pd.DataFrame) -> pd.Series:
+    """The cells that can never win: a wrong answer, or a time above a physical limit (the
+    machine's peak or the cell's own framework's matrix product: `above_ceiling`, set by
+    dlbench.analysis.efficiency.with_ceilings where the report has the peaks)."""
+    out = cells["wrong_answer"].astype(bool)
+    if "above_ceiling" in cells:
+        out = out | cells["above_ceiling"].fillna(False).astype(bool)
+    return out
+
+
+def _why_not(row) -> str:
+    return "⚠ above its ceiling" if getattr(row, "above_ceiling", False) is True \
+        and not row.wrong_answer else "✗"
+
+
 def _row(scenario: str, group: pd.DataFrame, frameworks: list[str], time: str) -> dict:
     """The answer for one model and input size (group: its timed cells, fastest first;
     time: the column of the fastest's time)."""
-    right = group[~group["wrong_answer"]]
+    out = disqualified(group)
+    right = group[~out]
     if right.empty:
         row = {"fastest": "— (no right answer)", "precision": "", time: "",
                "correct": "", "by how much": "", "runner-up": ""}
@@ -157,9 +173,10 @@ def _row(scenario: str, group: pd.DataFrame, frameworks: list[str], time: str) -
     for framework in frameworks:
         row[best_of(framework)] = "" if right.empty else _framework_best(
             group[group["framework"].eq(framework)], best)
-    faster_wrong = group[group["wrong_answer"] & (
+    faster_wrong = group[out & (
         group["headline_ms"] < (right["headline_ms"].min() if len(right) else float("inf")))]
-    row["faster but wrong"] = ", ".join(f"✗ {_name(r)}" for r in faster_wrong.itertuples())
+    row["faster but wrong"] = ", ".join(f"{_why_not(r)} {_name(r)}"
+                                        for r in faster_wrong.itertuples())
     return row
 
 
@@ -172,8 +189,9 @@ def winners(frame: pd.DataFrame, several_devices: bool = False) -> dict[str, pd.
     runner-up's time over the fastest's with its 95% interval; 'tie' where that contains
     1); where one framework's right answers include a compiled recipe and
     another's do not (`unequal_recipes`), a note saying so; each framework's own fastest right
-    answer ('<framework>'s best'); and the faster cells that computed a wrong answer (✗:
-    they do not win). A column empty in every row is left out."""
+    answer ('<framework>'s best'); and the faster cells that computed a wrong answer (✗)
+    or were timed above a ceiling (⚠, `above_ceiling`): they do not win. A column empty
+    in every row is left out."""
     answers = {}
     timed = frame[frame["timed"] & ~frame["profiled"]]
     for scenario in scenarios(timed):
@@ -205,7 +223,7 @@ def attention(frame: pd.DataFrame, above_peak: int = 0) -> pd.DataFrame:
     kinds = [
         ("unstable or flagged", int((frame["timed"] & flagged(frame)).sum()), QUALITY),
         ("wrong answer", int((frame["timed"] & frame["wrong_answer"]).sum()), CORRECTNESS),
-        ("above the machine's peak", above_peak, EFFICIENCY),
+        ("above a ceiling (the machine's peak or its own GEMM)", above_peak, EFFICIENCY),
         ("failed (error)", int(frame["status"].eq("error").sum()), STATUS),
         ("out of memory", int(frame["status"].eq("oom").sum()), STATUS),
         ("unsupported", int((frame["status"].eq("unsupported") & ~by_design).sum()), STATUS),

@@ -11,7 +11,7 @@ from types import MappingProxyType
 class GemmLibrary:
     """A library whose matrix product bounds the framework's cells (dlbench.measure.peak)."""
 
-    key: str  # its name in paths and commands, e.g. "torch-matmul"
+    key: str  # its name in paths and commands, e.g. "torch-linear"
     name: str  # as the report names it
     devices: tuple[str, ...]
     default: bool  # the framework's own path: what its eager layers reach

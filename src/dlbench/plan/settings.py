@@ -12,8 +12,9 @@ from functools import cache
 
 from dlbench.plan.codec import Codec
 
-# How the workflow cuts jobs, not how a cell is measured: not an option of `dlbench run`.
-NOT_PER_CELL = ("process",)
+# How the workflow cuts jobs, and how its peak jobs wait, not how a cell is measured: not
+# options of `dlbench run`.
+NOT_PER_CELL = ("process", "quiet_wait_s")
 
 
 @cache

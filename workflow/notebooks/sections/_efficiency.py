@@ -30,21 +30,26 @@ if len(scenarios(everything)) > 1:  # the first common section: out of the last 
 # not the embeddings, softmax, layer norms or activations): a forward pass for inference, a
 # training step — 3 forward passes: forward and backward — for training. **Achieved
 # GFLOP/s** is that work over the median time (for training, over the wall time per step:
-# the images over the wall time). The **peak** is this machine's limit,
-# measured as one: per device, precision and thread count of the cells, the matrix product
-# of every library the frameworks use — PyTorch's default `torch.matmul` (MKL on the CPU,
-# cuBLAS on a GPU), oneDNN through PyTorch (CPU), TensorFlow's `tf.matmul` in a `tf.function`,
-# JAX's `jnp.matmul` under `jax.jit` — each in a process of its own, at a few sizes where the
-# product is bound by arithmetic, taking each library's best batch (`dlbench peak`, measured once
-# and kept in `results/peak/`). The peak is the best library, named below; each framework's **own
-# GEMM** is its default library's rate, so that a gap between the frameworks that is a gap between
-# their libraries shows. Where the CPU tells its vector width, FMA units and clock, the
-# theoretical figure stands beside it with its assumptions (a virtual machine shows only its
-# host's nominal clock: the cores may run faster than that figure says). **% of peak** is achieved
-# over peak: the share of the machine's best matrix-product speed that the whole model reached,
-# copies, softmax and framework overhead included — small inputs leave most of it unused. A cell
-# above 100% is a measurement problem — its time, its FLOP count or the peak is wrong — and is
-# flagged with its numbers below.
+# the images over the wall time). The **peak** is this machine's limit, measured as one: per
+# device, precision and thread count of the cells, the matrix product of every library the
+# frameworks use — PyTorch's default `F.linear`, what `nn.Linear` calls (MKL on the CPU,
+# cuBLAS on a GPU), oneDNN through PyTorch (CPU), TensorFlow's `tf.matmul` in a
+# `tf.function`, JAX's `jnp.matmul` under `jax.jit` — each in a process of its own, measured
+# when no other work runs on its cores, at a few sizes where the product is bound by
+# arithmetic, taking each library's best batch (`dlbench peak`, measured once and kept in
+# `results/peak/`). The peak is the best library, named below; each framework's **own GEMM**
+# is the product its layers run (for PyTorch on the CPU MKL's sgemm, in eager, traced and
+# compiled cells alike), so that a gap between the frameworks that is a gap between their
+# libraries shows. A library that did not get the cores of its threads is measured again;
+# one that never did is listed as busy and is no ceiling. Where the CPU tells its vector
+# width, FMA units and clock, the theoretical figure stands beside it with its assumptions
+# (a virtual machine shows only its host's nominal clock: the cores may run faster than that
+# figure says). **% of peak** is achieved over peak: the share of the machine's best
+# matrix-product speed that the whole model reached, copies, softmax and framework overhead
+# included — small inputs leave most of it unused. A cell above 100% of the peak or of its
+# own GEMM is a measurement problem — its time, its FLOP count or the ceiling is wrong —: it
+# is flagged with its numbers below, and it never wins the answer, as a wrong answer never
+# does.
 
 # %%
 if cells.empty:
@@ -61,9 +66,11 @@ else:
             say(line)
     above = efficiency.above_peak(cells)
     if not above.empty:
-        say(f"**⚠ {len(above)} cells are above the measured peak: a measurement problem** "
-            "(the cell's time, its FLOP count or the peak is wrong), not a faster machine.")
-        show(above, "Cells above the machine's measured peak")
+        say(f"**⚠ {len(above)} cells are above the measured peak or their own framework's "
+            "matrix product: a measurement problem** (the cell's time, its FLOP count or the "
+            "ceiling is wrong), not a faster machine; they are left out of the answer and of "
+            "the averages below.")
+        show(above, "Cells above the machine's measured peak or their own GEMM")
     show(blank_repeats(efficiency.by_optimization(cells, several), "scenario"),
          "Per optimization: the share of the peak its cells reached (right answers only)")
     moved = efficiency.other_hardware(cells)

@@ -18,10 +18,12 @@ FRAMEWORK = Framework(
         "xlnet": "XLNetModel",
         "xlm": "XLMModel",
     }),
-    # The default is MKL's sgemm on x86 CPUs and cuBLAS on GPUs; oneDNN through PyTorch is
-    # the path of frozen TorchScript and of torch.compile's packed linear layers (CPU).
+    # The default is what nn.Linear calls, eagerly, traced and compiled (frozen weights:
+    # MKL's packed sgemm): MKL's sgemm on x86 CPUs (MKL_VERBOSE=1), cuBLAS on GPUs; oneDNN
+    # through PyTorch is another library a PyTorch program can reach (CPU).
     gemm_libraries=(
-        GemmLibrary("torch-matmul", "PyTorch torch.matmul (MKL/cuBLAS)", ("cpu", "gpu"), True),
+        GemmLibrary("torch-linear", "PyTorch F.linear, nn.Linear's product (MKL/cuBLAS)",
+                    ("cpu", "gpu"), True),
         GemmLibrary("torch-onednn", "PyTorch → oneDNN (mkldnn_linear)", ("cpu",), False),
     ),
     gpu_timing="on the host and on the device, with CUDA events around the same steps "
