@@ -1,8 +1,10 @@
 """Where a CNN training step's time goes on the CPU, per convolution of dlbench's CNN (batch
 64, 32×32 images): the forward pass, the gradient of the input and that of the kernel, in
-JAX under jax.jit (NHWC, as Flax's nn.Conv) and in PyTorch (NCHW, as its Conv2d), side by
-side in one run; a gradient is the backward pass alone, without the forward. Each framework
-in a process of its own, with the same number of threads.
+JAX under jax.jit (NHWC, as Flax's nn.Conv: XLA's convolution), in JAX with dlbench's
+convolution (dlbench.frameworks.jax.conv: the kernel's gradient as GEMMs, as its CNN runs
+on the CPU) and in PyTorch (NCHW, as its Conv2d), side by side in one run; a gradient is
+the backward pass alone, without the forward. Each in a process of its own, with the same
+number of threads.
 
     .venv/bin/python bench/conv_gradients.py [--threads 2] [--batch 64]
 
@@ -43,6 +45,11 @@ def calls(batch, k, cin, cout, side):
     fns = [jax.jit(conv), grad(0), grad(1)]
     args = [(x, w), (x, w, g), (x, w, g)]
     return [lambda f=f, a=a: jax.block_until_ready(f(*a)) for f, a in zip(fns, args, strict=True)]
+"""
+
+# The same calls through dlbench's convolution (its kernel gradient as GEMMs).
+JAX_GEMM = JAX + """
+from dlbench.frameworks.jax.conv import conv
 """
 
 TORCH = """
@@ -93,17 +100,22 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--batch", type=int, default=64)
     args = parser.parse_args()
-    jax_ms = measure(JAX, args.threads, args.batch)
-    torch_ms = measure(TORCH, args.threads, args.batch)
-    print(f"{'layer':<18}{'operation':<17}{'JAX ms':>9}{'PyTorch ms':>12}{'JAX/PyTorch':>13}")
-    for (cin, cout, side), jax_row, torch_row in zip(LAYERS, jax_ms, torch_ms, strict=True):
-        for operation, j, t in zip(OPERATIONS, jax_row, torch_row, strict=True):
-            print(f"{f'{cin}->{cout} {side}x{side}':<18}{operation:<17}{j:>9.1f}{t:>12.1f}"
-                  f"{j / t:>13.2f}")
+    runs = {"JAX ms": measure(JAX, args.threads, args.batch),
+            "JAX GEMM ms": measure(JAX_GEMM, args.threads, args.batch),
+            "PyTorch ms": measure(TORCH, args.threads, args.batch)}
+    print(f"{'layer':<18}{'operation':<17}" + "".join(f"{name:>13}" for name in runs)
+          + f"{'GEMM/PyTorch':>14}")
+    rows = zip(LAYERS, *runs.values(), strict=True)
+    for (cin, cout, side), *layer in rows:
+        for i, operation in enumerate(OPERATIONS):
+            figures = [ms[i] for ms in layer]
+            print(f"{f'{cin}->{cout} {side}x{side}':<18}{operation:<17}"
+                  + "".join(f"{f:>13.1f}" for f in figures) + f"{figures[1] / figures[2]:>14.2f}")
     skip = (0, 1, 0)  # the first layer's input gradient: not computed in training
     for i, operation in enumerate(OPERATIONS):
-        j, t = (sum(row[i] for row in ms[skip[i]:]) for ms in (jax_ms, torch_ms))
-        print(f"{'a training step':<18}{operation:<17}{j:>9.1f}{t:>12.1f}{j / t:>13.2f}")
+        totals = [sum(row[i] for row in ms[skip[i]:]) for ms in runs.values()]
+        print(f"{'a training step':<18}{operation:<17}" + "".join(f"{t:>13.1f}" for t in totals)
+              + f"{totals[1] / totals[2]:>14.2f}")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,9 @@ RECIPES = (
     # -- training (the CNN's and a transformer's step) ---------------------------------------
     # Only jit: a JAX training step op by op is not what anyone runs, and train_step's JAX
     # operations always compile.
-    Recipe("jit", "the training step's functions under jax.jit: XLA", TRAINING, compiled=True),
+    Recipe("jit", "the training step's functions under jax.jit: XLA (on the CPU the CNN's "
+           "convolutions' kernel gradients as GEMMs: XLA:CPU's own take ~4× as long)",
+           TRAINING, compiled=True),
     # -- generation ---------------------------------------------------------------------------
     # Only jit: Flax's generate() op by op re-traces its jitted helpers at every step.
     Recipe("jit", "generate() of the Flax model under jax.jit, weights as arguments: one XLA "
