@@ -44,8 +44,9 @@ def test_group_writes_one_result_per_cell_from_one_process(tmp_path):
         "pytorch_tiny-bert_cpu_b2_s128_eager": "unsupported",
     }
     first, second = (records[f"pytorch_tiny-bert_cpu_b{b}_s8_eager"] for b in (1, 2))
-    assert first["process"] == {"cells": 2, "position": 0}
-    assert second["process"] == {"cells": 2, "position": 1}
+    # The group's model is built by its first cell and used by the second.
+    assert first["process"] == {"cells": 2, "position": 0, "model_reused": False}
+    assert second["process"] == {"cells": 2, "position": 1, "model_reused": True}
     assert "imports_done_s" in first["startup"]  # only the first cell paid the import
     assert "imports_done_s" not in second["startup"]
     # Peak memory is per cell: the second cell's counter was reset when it started.

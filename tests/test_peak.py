@@ -152,7 +152,7 @@ def test_a_library_beside_a_spinning_process_is_measured_again_and_named_busy(tm
     """A real process spinning on one of the machine's cores beside a product of as many
     threads as there are cores: the library waits for a quiet machine (in vain), is
     measured again, never gets its cores and is named busy, every attempt recorded. The
-    same product on the idle machine gets its cores at the first attempt."""
+    same product on the idle machine gets its cores."""
     threads = min(2, os.cpu_count() or 1)
     args = ("--library=torch-linear", "--seconds=0.3", "--size=512", "--attempts=2",
             "--quiet-wait-s=1")
@@ -166,10 +166,14 @@ def test_a_library_beside_a_spinning_process_is_measured_again_and_named_busy(tm
     assert all(a["busy"] and a["cores_used"] < 0.9 * threads for a in busy["attempts"])
     assert busy["quiet"]["quiet"] is False and busy["quiet"]["other_load_cores"] > 0.5
     assert busy["attempts"][0]["other_load_cores"] > 0.5  # the spinner, while it multiplied
-    idle, line = _peak(tmp_path, "fp32", *args, threads=threads)
-    assert idle["busy"] is False and len(idle["attempts"]) == 1, idle["attempts"]
-    assert idle["quiet"]["quiet"] is True
-    assert "1 attempt(s)" in line and "BUSY" not in line
+    # Without it the machine is quiet again within the wait (a test's leftovers included),
+    # and the product gets its cores.
+    idle, line = _peak(tmp_path, "fp32", *args, "--attempts=3", "--quiet-wait-s=5",
+                       threads=threads)
+    assert idle["busy"] is False, idle["attempts"]
+    kept = next(a for a in idle["attempts"] if a["kept"])
+    assert kept["cores_used"] >= 0.9 * threads and kept["quiet"]["quiet"] is True
+    assert "BUSY" not in line
 
 
 def test_without_an_ok_library_there_is_no_peak():

@@ -23,9 +23,10 @@ def parse(measurement_args: list[str]):
 def test_config_to_command_line_to_settings(measurement):
     validated = config.validate(tiny_config(measurement=measurement))["measurement"]
     args = settings.to_args(validated)
-    assert not any(arg.startswith("--process") for arg in args)  # how jobs are cut
+    # How jobs are cut and ordered, and how the peaks wait: no options of a cell.
+    assert not any(arg.startswith(("--process", "--rounds", "--quiet")) for arg in args)
     parsed = settings.from_args(parse(args))
-    assert parsed == {k: v for k, v in validated.items() if k != "process"}
+    assert parsed == {k: v for k, v in validated.items() if k not in settings.NOT_PER_CELL}
 
 
 def test_the_defaults_are_the_schemas():
@@ -35,7 +36,7 @@ def test_the_defaults_are_the_schemas():
     schema = config.schema()["properties"]["measurement"]["properties"]
     assert settings.from_args(parse([])) == {
         name: spec.get("x-v1", spec["default"]) for name, spec in schema.items()
-        if name != "process"}
+        if name not in settings.NOT_PER_CELL}
     assert config.validate({**TINY_CONFIG, "measurement": {}})["measurement"]["repeats"] == 1
 
 

@@ -60,6 +60,15 @@ def _parser(scenario_name: str = DEFAULT_SCENARIO) -> argparse.ArgumentParser:
     run.add_argument("--failed-out", type=Path,
                      help="with --out: where the cell's record goes if it crashes or times "
                      "out (default: ../failed/<name> beside --out; with --out-dir: ../failed)")
+    run.add_argument("--round", type=int,
+                     help="the round of the run this job measures (measurement.rounds: 0, "
+                     "1, …): its processes come after the earlier rounds' (training seeds "
+                     "by them), and a cell that crashes gets its error record instead of "
+                     "failing the job, so that the rounds after it run")
+    run.add_argument("--rounds-dir", type=Path,
+                     help="with --round, the last round: also write each cell's record of "
+                     "this round to <dir>/r<round>/, then combine its records of every "
+                     "round found there into the result (--out, --out-dir)")
 
     agg = commands.add_parser("aggregate", help="join result JSONs into one summary table")
     agg.add_argument("results", nargs="+", type=Path)
@@ -181,8 +190,11 @@ def _run(args: argparse.Namespace, process_start: float) -> int:
     if args.out_dir is not None and (getattr(args, "reference", None) or args.failed_out):
         sys.exit("dlbench run: --reference and --failed-out name one cell's files; with "
                  "--out-dir, give --reference-dir (failed records go to ../failed)")
+    if args.rounds_dir is not None and args.round is None:
+        sys.exit("dlbench run: --rounds-dir combines the rounds of a last round: give --round")
     measurement = scenario.measurement_settings(
-        {**settings.from_args(args), **scenario.settings_from_args(args, cells[0])})
+        {**settings.from_args(args), **scenario.settings_from_args(args, cells[0]),
+         **({} if args.round is None else {"round": args.round})})
     if args.out is not None:
         failed = args.failed_out or paths.failed_beside(args.out)
         tasks = [run.Task(cells[0], args.out, failed, scenario.task_inputs(args, cells[0]))]
@@ -190,7 +202,7 @@ def _run(args: argparse.Namespace, process_start: float) -> int:
         failed_dir = paths.failed_dir_beside(args.out_dir)
         tasks = [run.Task(cell, args.out_dir / f"{cell.id}.json", failed_dir / f"{cell.id}.json",
                           scenario.task_inputs(args, cell)) for cell in cells]
-    return run.run(tasks, measurement, process_start)
+    return run.run(tasks, measurement, process_start, args.rounds_dir)
 
 
 def _check(path: Path) -> int:

@@ -12,6 +12,7 @@ from snakemake_interface_executor_plugins.settings import DeploymentMethod
 from dlbench.plan import config as dlbench_config
 from dlbench.plan import paths
 from dlbench.frameworks import registry as frameworks
+from dlbench.plan import rounds
 from dlbench.plan.jobs import job_args
 from dlbench.plan.matrix import expand_cells, group_outputs
 
@@ -44,6 +45,23 @@ try:
 except ValueError as error:
     raise WorkflowError(str(error)) from None
 
+# measurement.rounds: each measuring job (a unit: a cell, or a group) runs once per round
+# of its scenario, the jobs of a device one after the other in the order of
+# dlbench.plan.rounds (A B C, C B A, …); every job waits for the one before it. The rounds
+# before a unit's last write results/rounds/r<round>/; the last one combines them into the
+# cells' results.
+UNITS = rounds.units(CELLS.values(), PROCESS)
+UNIT_ROUNDS = {key: rounds.unit_rounds(cells, SETTINGS) for key, cells in UNITS.items()}
+CHAINS = rounds.schedule(UNITS, UNIT_ROUNDS, SETTINGS["scenarios"])
+PREVIOUS = rounds.previous(CHAINS)
+EARLY_ROUNDS = sorted({r for chain in CHAINS.values() for _, r in chain
+                       if r < max(UNIT_ROUNDS.values(), default=1) - 1}) or [-1]
+EARLY_SINGLE = sorted({cell.id for cell in SINGLE if UNIT_ROUNDS[cell.id] > 1}) or ["^$"]
+EARLY_GROUPS = sorted({key for key in GROUPS if UNIT_ROUNDS[key] > 1})
+# A group's records of an early round: one per size, as its last round's results.
+GROUP_ROUND_OUTPUTS = [paths.round_result("{round}", Path(pattern).stem)
+                       for pattern in GROUP_OUTPUTS]
+
 # The logs that `snakemake --report` shows are plain text.
 mimetypes.add_type("text/plain", ".log")
 
@@ -71,10 +89,52 @@ def job_cells(wildcards):
     return GROUPS[f"{wildcards.head}_{wildcards.tail}"]
 
 
+def job_key(wildcards):
+    """The unit a measuring job measures: its cell's id, or its group's."""
+    return wildcards.cell if "cell" in wildcards.keys() else f"{wildcards.head}_{wildcards.tail}"
+
+
+def job_round(wildcards):
+    """The round a measuring job measures: its wildcard's, or its unit's last round."""
+    if "round" in wildcards.keys():
+        return int(wildcards.round)
+    return UNIT_ROUNDS[job_key(wildcards)] - 1
+
+
+def unit_output(key, round_):
+    """The first output of a unit's job of one round: a result for its last round."""
+    cell = UNITS[key][0]
+    if round_ == UNIT_ROUNDS[key] - 1:
+        return cell.result_path
+    return paths.round_result(round_, cell.id)
+
+
+def previous_job(wildcards):
+    """The output of the job before this one in its device's rounds, as an input that
+    orders them and nothing more (ancient: its date never makes this job run again)."""
+    before = PREVIOUS.get((job_key(wildcards), job_round(wildcards)))
+    return [] if before is None else ancient(unit_output(*before))
+
+
+def earlier_rounds(wildcards):
+    """The last round's job reads its cells' earlier rounds, to combine them."""
+    key, round_ = job_key(wildcards), job_round(wildcards)
+    if round_ != UNIT_ROUNDS[key] - 1:
+        return []
+    return [paths.round_result(r, cell.id) for r in range(round_) for cell in UNITS[key]]
+
+
 def cell_args(wildcards):
     """The `dlbench run` options of one cell, or of a group's cells (each size option then
-    lists its values)."""
-    return " ".join(job_args(job_cells(wildcards), "cell" not in wildcards.keys(), SETTINGS))
+    lists its values); in rounds, its round, and for the last the rounds to combine."""
+    args = job_args(job_cells(wildcards), "cell" not in wildcards.keys(), SETTINGS)
+    key = job_key(wildcards)
+    if UNIT_ROUNDS[key] > 1:
+        round_ = job_round(wildcards)
+        args.append(f"--round={round_}")
+        if round_ == UNIT_ROUNDS[key] - 1:
+            args.append(f"--rounds-dir={paths.ROUNDS}")
+    return " ".join(args)
 
 
 def job_device(wildcards):

@@ -17,6 +17,9 @@ if SINGLE:
         input:
             # The shared files the cell reads (see reference.smk).
             unpack(cell_inputs),
+            # In rounds: the job before this one, and this cell's earlier rounds.
+            previous=previous_job,
+            rounds=earlier_rounds,
         output:
             paths.result("{cell}"),
         log:
@@ -49,6 +52,8 @@ if GROUPS:
     rule measure_group:
         input:
             unpack(cell_inputs),
+            previous=previous_job,
+            rounds=earlier_rounds,
         output:
             # One per size of the group: results/runs/{head}_<sizes>_{tail}.json.
             GROUP_OUTPUTS,
@@ -72,3 +77,70 @@ if GROUPS:
         shell:
             "PYTHONPATH={params.src:q} {params.python:q} -m dlbench run {params.args}"
             f" {{params.reference}} --out-dir {paths.RUNS} > {{log:q}} 2>&1"
+
+
+# The rounds before a unit's last (measurement.rounds): the same measuring jobs, each
+# writing its cells' records of the round to results/rounds/r<round>/, after the job
+# before it in the device's order. A crash is the cell's error record of that round (the
+# job succeeds, so that the rounds after it run); the last round's job combines them.
+
+if EARLY_SINGLE != ["^$"]:
+
+    rule measure_cell_round:
+        input:
+            unpack(cell_inputs),
+            previous=previous_job,
+        output:
+            paths.round_result("{round}", "{cell}"),
+        log:
+            paths.round_log("{round}", "{cell}"),
+        wildcard_constraints:
+            cell=alternatives(EARLY_SINGLE),
+            round=alternatives(EARLY_ROUNDS),
+        params:
+            args=cell_args,
+            reference=input_args,
+            src=SRC,
+            python=PYTHON,
+        threads: cell_threads
+        resources:
+            gpu=cell_gpus,
+            cpu_timing=cell_cpu_timing,
+            **CELL_CLUSTER_RESOURCES,
+        conda:
+            cell_env
+        shell:
+            "PYTHONPATH={params.src:q} {params.python:q} -m dlbench run {params.args}"
+            " {params.reference} --out {output:q} > {log:q} 2>&1"
+
+
+if EARLY_GROUPS:
+
+    rule measure_group_round:
+        input:
+            unpack(cell_inputs),
+            previous=previous_job,
+        output:
+            GROUP_ROUND_OUTPUTS,
+        log:
+            paths.round_log("{round}", "{head}_{tail}"),
+        wildcard_constraints:
+            head=alternatives(GROUP_HEADS),
+            tail=alternatives(GROUP_TAILS),
+            round=alternatives(EARLY_ROUNDS),
+        params:
+            args=cell_args,
+            reference=input_args,
+            src=SRC,
+            python=PYTHON,
+            out=paths.round_dir("{round}"),
+        threads: cell_threads
+        resources:
+            gpu=cell_gpus,
+            cpu_timing=cell_cpu_timing,
+            **CELL_CLUSTER_RESOURCES,
+        conda:
+            cell_env
+        shell:
+            "PYTHONPATH={params.src:q} {params.python:q} -m dlbench run {params.args}"
+            " {params.reference} --out-dir {params.out:q} > {log:q} 2>&1"

@@ -308,8 +308,8 @@ def by_optimization(cells: pd.DataFrame, several_devices: bool) -> pd.DataFrame:
     above a limit, does not count)."""
     keys = ["scenario", "framework", "optimization", "precision"] + (
         ["device"] if several_devices else [])
-    grouped = cells[~cells["wrong_answer"] & ~cells["above_ceiling"]].groupby(
-        keys, sort=True, dropna=False)
+    above = cells["above_ceiling"] if "above_ceiling" in cells else False
+    grouped = cells[~cells["wrong_answer"] & ~above].groupby(keys, sort=True, dropna=False)
     frame = grouped.agg(cells=("flops", "size"),
                         median_fraction=("fraction_of_peak", "median"),
                         best_fraction=("fraction_of_peak", "max"),

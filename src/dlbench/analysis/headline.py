@@ -10,6 +10,7 @@ that shows them."""
 import pandas as pd
 
 from dlbench import scenarios as registry
+from dlbench.analysis import rounds
 from dlbench.analysis.flags import flagged, noisy
 from dlbench.analysis.status import not_applicable
 from dlbench.analysis.summary import axes, of_scenario, scenarios
@@ -37,18 +38,24 @@ def _name(row) -> str:
     return f"{framework_name(row.framework)} {row.optimization}"
 
 
-def _by(faster: float, low: float, high: float) -> str:
-    """'1.25× (1.10–1.40)', 'tie: 1.02× (0.95–1.10)' or '1.25× (no interval)'."""
+def _by(faster: float, low: float, high: float, rounds: int = 0) -> str:
+    """'1.25× (1.10–1.40)', 'tie: 1.02× (0.95–1.10)' or '1.25× (no interval)'; with
+    rounds, '1.25× (1.10–1.40, 3 rounds)'."""
     text = f"{faster:.2f}×"
     if pd.isna(low) or pd.isna(high):
         return f"{text} (no interval)"
-    interval = f"{text} ({fmt_fixed(low)}–{fmt_fixed(high)})"
+    paired = f", {rounds} rounds" if rounds else ""
+    interval = f"{text} ({fmt_fixed(low)}–{fmt_fixed(high)}{paired})"
     return f"{TIE}: {interval}" if verdict(low, high, "slower", "faster") == TIE else interval
 
 
-def _slower_by(slower, best) -> str:
-    """How much slower `slower` is than `best` (two cells), with the interval (of their
-    headline figures: dlbench.analysis.summary.headline)."""
+def _slower_by(slower, best, spread: rounds.Spread | None = None) -> str:
+    """How much slower `slower` is than `best` (two cells), with the interval: paired
+    round by round where both were measured in the same rounds (dlbench.analysis.rounds),
+    else from the two headline figures' intervals (dlbench.analysis.summary.headline)."""
+    by_round = rounds.paired(slower._asdict(), best._asdict(), spread)
+    if by_round is not None:
+        return _by(*by_round)
     return _by(*ratio_interval(slower.headline_ms, slower.headline_ci95_ms_low,
                                slower.headline_ci95_ms_high, best.headline_ms,
                                best.headline_ci95_ms_low, best.headline_ci95_ms_high))
@@ -119,7 +126,7 @@ def rests_on_flagged(compared: pd.DataFrame) -> str:
     return f"⚑ rests on flagged cells: {', '.join(names)} (see {QUALITY})" if names else ""
 
 
-def _framework_best(cells: pd.DataFrame, best) -> str:
+def _framework_best(cells: pd.DataFrame, best, spread: rounds.Spread | None) -> str:
     """A framework's fastest right answer among cells (sorted, fastest first): its
     optimization, precision and headline time, and how much slower than the overall
     fastest."""
@@ -131,7 +138,7 @@ def _framework_best(cells: pd.DataFrame, best) -> str:
     own = next(right.itertuples())
     text = f"{own.optimization} ({own.precision}): {fmt_fixed(own.headline_ms, 3)} ms"
     return f"{text}, the fastest" if own.Index == best.Index else \
-        f"{text}, {_slower_by(own, best)}"
+        f"{text}, {_slower_by(own, best, spread)}"
 
 
 def disqualified(cells: pd.DataFrame) -> pd.Series:
@@ -149,9 +156,10 @@ def _why_not(row) -> str:
         and not row.wrong_answer else "✗"
 
 
-def _row(scenario: str, group: pd.DataFrame, frameworks: list[str], time: str) -> dict:
+def _row(scenario: str, group: pd.DataFrame, frameworks: list[str], time: str,
+         spread: rounds.Spread | None = None) -> dict:
     """The answer for one model and input size (group: its timed cells, fastest first;
-    time: the column of the fastest's time)."""
+    time: the column of the fastest's time; spread: its scenario's between rounds)."""
     out = disqualified(group)
     right = group[~out]
     if right.empty:
@@ -163,7 +171,7 @@ def _row(scenario: str, group: pd.DataFrame, frameworks: list[str], time: str) -
                time: fmt_fixed(best.headline_ms, 3), "correct": _correct(best)}
         if len(right) > 1:
             second = list(right.itertuples())[1]
-            row["by how much"] = _slower_by(second, best)
+            row["by how much"] = _slower_by(second, best, spread)
             row["runner-up"] = f"{_name(second)} ({second.precision})"
         else:
             row |= {"by how much": "the only right answer", "runner-up": "—"}
@@ -172,7 +180,7 @@ def _row(scenario: str, group: pd.DataFrame, frameworks: list[str], time: str) -
     row[RESTS_ON] = rests_on_flagged(right.head(2))
     for framework in frameworks:
         row[best_of(framework)] = "" if right.empty else _framework_best(
-            group[group["framework"].eq(framework)], best)
+            group[group["framework"].eq(framework)], best, spread)
     faster_wrong = group[out & (
         group["headline_ms"] < (right["headline_ms"].min() if len(right) else float("inf")))]
     row["faster but wrong"] = ", ".join(f"{_why_not(r)} {_name(r)}"
@@ -186,8 +194,9 @@ def winners(frame: pd.DataFrame, several_devices: bool = False) -> dict[str, pd.
     optimization among the cells whose answer is not wrong (unprofiled), its precision and
     headline time (ms: the median, or training's wall time per step, summary.headline), its
     correctness (✓, or 'not checked'), the runner-up and how much slower it is (the
-    runner-up's time over the fastest's with its 95% interval; 'tie' where that contains
-    1); where one framework's right answers include a compiled recipe and
+    runner-up's time over the fastest's with its 95% interval — paired round by round in a
+    run with rounds, with the rounds it rests on (dlbench.analysis.rounds) —; 'tie' where
+    that contains 1); where one framework's right answers include a compiled recipe and
     another's do not (`unequal_recipes`), a note saying so; each framework's own fastest right
     answer ('<framework>'s best'); and the faster cells that computed a wrong answer (✗)
     or were timed above a ceiling (⚠, `above_ceiling`): they do not win. A column empty
@@ -200,8 +209,9 @@ def winners(frame: pd.DataFrame, several_devices: bool = False) -> dict[str, pd.
         keys = ["model"] + (["device"] if several_devices else []) + sizes
         frameworks = sorted(cells["framework"].unique(), key=framework_rank)
         time = time_column(cells)
+        spread = rounds.spread(cells)
         rows = [{**dict(zip(keys, values, strict=True)),
-                 **_row(scenario, group.sort_values("headline_ms"), frameworks, time)}
+                 **_row(scenario, group.sort_values("headline_ms"), frameworks, time, spread)}
                 for values, group in cells.groupby(keys, sort=True)]
         if not rows:  # no cell with every key (a scenario's cells without a model)
             continue

@@ -46,6 +46,9 @@ def derive(summary: pd.DataFrame) -> pd.DataFrame:
     eager_ms      the headline of the same cell in its framework's eager, for timed cells
     speedup       eager_ms / headline_ms: above 1, faster than eager
 
+    In a run with rounds, `flags_spread_between_processes` is judged here, against the
+    machine's drift between the rounds (`spread_between_rounds`).
+
     Cells from another machine or dlbench version than the run's that aggregation left
     out of the comparisons (dlbench.records.origin; `report.mix_foreign`) are not in it: no answer,
     ratio, table or plot compares them (status.from_elsewhere lists them).
@@ -84,6 +87,7 @@ def derive(summary: pd.DataFrame) -> pd.DataFrame:
     frame["wrong_answer"] = [v is not None and not pd.isna(v) and not bool(v)
                              for v in frame["correctness_within_tolerance"]]
     frame = headline(frame)
+    frame = spread_between_rounds(frame)
     frame["eager_ms"] = np.nan
     for scenario, cells in frame.groupby("scenario"):
         keys = BASELINE_KEYS + [a for a in axes(scenario) if a in cells]
@@ -118,6 +122,30 @@ def headline(frame: pd.DataFrame) -> pd.DataFrame:
         frame.loc[timed.index, ["headline_ms", "headline_ci95_ms_low",
                                 "headline_ci95_ms_high"]] = timed[wall].to_numpy(float)
         frame.loc[timed.index, "headline_wall"] = True
+    return frame
+
+
+def spread_between_rounds(frame: pd.DataFrame) -> pd.DataFrame:
+    """In a run with rounds, each timed cell's spread between its rounds' processes, the
+    machine's drift removed (dlbench.analysis.rounds): flagged `spread between processes`
+    beyond the limit, with its reason added to the cell's."""
+    from dlbench.analysis import rounds
+
+    if "rounds_median_ms" not in frame:
+        return frame
+    frame = frame.copy()
+    for column in ("flags_spread_between_processes", "flags_reasons"):
+        if column not in frame:
+            frame[column] = False if column.endswith("processes") else ""
+    frame["flags_spread_between_processes"] = frame["flags_spread_between_processes"].astype(
+        "boolean").fillna(False).astype(bool)
+    for _, cells in frame[frame["timed"]].groupby("scenario"):
+        reasons = rounds.spread_flags(cells, rounds.spread(cells))
+        for index, reason in reasons[reasons.ne("")].items():
+            frame.loc[index, "flags_spread_between_processes"] = True
+            before = frame.loc[index, "flags_reasons"]
+            frame.loc[index, "flags_reasons"] = "; ".join(
+                filter(None, [before if isinstance(before, str) else "", reason]))
     return frame
 
 

@@ -34,7 +34,12 @@ def measure_cells(tasks: list, paths: list[Path], start: float, repeat: int,
         on_mark = partial(_signal_phase, path) if settings.get("profile") else None
         clock = PhaseClock(start, on_mark=on_mark)
         record["startup"] = clock.marks
-        backend, measured = _measure(task, {**settings, "repeat": repeat}, clock, backend)
+        # In rounds, the processes of earlier rounds came first (training seeds by it).
+        first = (settings.get("round") or 0) * settings["repeats"]
+        backend, measured = _measure(task, {**settings, "repeat": first + repeat}, clock,
+                                     backend)
+        # What the process shared with its earlier cells, as the scenario says (a model).
+        record["process"].update(measured.pop("process", {}))
         record.update(measured)
         record["finished_at"] = result.now()
         result.write_json_atomic(path, record)  # validated and completed by the supervisor

@@ -96,11 +96,12 @@ def noisy(cell_flags: dict | None) -> bool:
     return bool(cell_flags) and any(cell_flags.get(name) for name in NOISE)
 
 
-def cell_flags(record: dict, windows: list[dict | None], between_cv: float | None = None
-               ) -> dict:
+def cell_flags(record: dict, windows: list[dict | None], between_cv: float | None = None,
+               relative_iqr: float | None = None) -> dict:
     """The flags of a measured record, from its figures and the utilization windows of
-    its processes."""
+    its processes (relative_iqr: the spread within a process, if not its samples')."""
     timing = record["timing"]
-    return flags(timing["relative_iqr"], windows, threads=record["settings"].get("threads"),
+    spread = timing["relative_iqr"] if relative_iqr is None else relative_iqr
+    return flags(spread, windows, threads=record["settings"].get("threads"),
                  between_cv=between_cv, interval=timing,
                  compilation=record.get("compilation"))

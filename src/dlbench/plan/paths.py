@@ -13,6 +13,7 @@ RESULTS = "results"
 RUNS_NAME, FAILED_NAME = "runs", "failed"
 RUNS = f"{RESULTS}/{RUNS_NAME}"  # one record per measured cell
 FAILED = f"{RESULTS}/{FAILED_NAME}"  # the record of a cell that crashed or timed out
+ROUNDS = f"{RESULTS}/rounds"  # a cell's records of the rounds before its last
 REFERENCE = f"{RESULTS}/reference"  # shared weights and reference outputs
 DATA = f"{RESULTS}/data"  # training data sets as image files
 PEAK = f"{RESULTS}/peak"  # the machine's GEMM peaks
@@ -37,6 +38,22 @@ Value = str | int
 def result(cell_id: str) -> str:
     """A cell's record: results/runs/<cell id>.json."""
     return f"{RUNS}/{cell_id}.json"
+
+
+def round_dir(round_: Value) -> str:
+    """The records of one round (measurement.rounds)."""
+    return f"{ROUNDS}/r{round_}"
+
+
+def round_result(round_: Value, cell_id: str) -> str:
+    """A cell's record of one round (measurement.rounds): the last round's job keeps its
+    own there too, and combines them all into the cell's result (`result`)."""
+    return f"{round_dir(round_)}/{cell_id}.json"
+
+
+def round_log(round_: Value, job_id: str) -> str:
+    """The log of a measuring job's round before the last (a cell's or a group's)."""
+    return f"{LOGS}/rounds/r{round_}/{job_id}.log"
 
 
 def failed(cell_id: str) -> str:

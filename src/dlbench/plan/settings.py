@@ -12,9 +12,9 @@ from functools import cache
 
 from dlbench.plan.codec import Codec
 
-# How the workflow cuts jobs, and how its peak jobs wait, not how a cell is measured: not
-# options of `dlbench run`.
-NOT_PER_CELL = ("process", "quiet_wait_s")
+# How the workflow cuts and orders jobs, and how its peak jobs wait, not how a cell is
+# measured: not options of `dlbench run` (a job's round is an option of its own, --round).
+NOT_PER_CELL = ("process", "rounds", "quiet_wait_s")
 
 
 @cache

@@ -17,6 +17,12 @@ With `retry_noisy: N`, a cell whose result has a noise flag is measured again (f
 processes, the same lock), up to N times; the cleanest attempt is kept, and every attempt
 is recorded in its `attempts`. So are the earlier jobs of the cell that failed (their
 record in its failed-record file), when a job is retried.
+
+In a round of the run (`--round`, measurement.rounds), a cell that crashes gets its error
+record as a group's does, and the job succeeds: the workflow runs a round's jobs one after
+the other, and a failed job would stop the rounds after it. The last round's job
+(`rounds_dir`) keeps each cell's record of the round beside the earlier rounds' and writes
+their combination as the cell's result (dlbench.run.rounds).
 """
 
 import time
@@ -29,7 +35,7 @@ from dlbench.measure.flags import NOISE, noisy
 from dlbench.plan.matrix import Cell
 from dlbench.records import result
 from dlbench.records.record import annotate, finish, new_record
-from dlbench.run import devices
+from dlbench.run import devices, rounds
 from dlbench.run.supervisor import Failure, Limits, memory_limit_mb, run_jobs
 
 
@@ -47,9 +53,11 @@ class Task:
         return {**settings, **self.inputs}
 
 
-def run(tasks: list[Task], settings: dict, process_start: float) -> int:
+def run(tasks: list[Task], settings: dict, process_start: float,
+        rounds_dir: Path | None = None) -> int:
     """Measure the tasks' cells and write every result; the exit status of `dlbench run`."""
-    grouped = len(tasks) > 1
+    # A crash fails the job only where nothing after it in the job or the run waits.
+    grouped = len(tasks) > 1 or settings.get("round") is not None
     measurable = []
     for task in tasks:
         reason = task.cell.unsupported_reason()
@@ -64,6 +72,9 @@ def run(tasks: list[Task], settings: dict, process_start: float) -> int:
         _done(record, task.failed_out)
     if not measurable:
         return 0
+    if settings.get("round"):  # a group's sizes take turns at coming first, round by round
+        turn = settings["round"] % len(measurable)
+        measurable = measurable[turn:] + measurable[:turn]
     device = measurable[0].cell.device
     limits = Limits(settings["timeout_s"], memory_limit_mb(settings["max_host_memory_gib"]),
                     settings["sample_hz"], gpu=device == "gpu",
@@ -92,10 +103,22 @@ def run(tasks: list[Task], settings: dict, process_start: float) -> int:
             print(f"{task.cell.id}: {failure.status} ({failure.reason}); kept in "
                   f"{task.failed_out}")
             exit_status = 1
-        else:
+        elif rounds_dir is None:
             finish(final, task.out)
             _done(final, task.failed_out)
+        else:
+            _finish_last_round(task, final, settings["round"], rounds_dir)
     return exit_status
+
+
+def _finish_last_round(task: Task, final: dict, round_: int, rounds_dir: Path) -> None:
+    """Keep the cell's record of this, its last round, with the others, and write their
+    combination as its result."""
+    finish(final, rounds.round_path(rounds_dir, round_, task.cell.id))
+    combined = rounds.combine(task.cell, rounds.records(rounds_dir, round_, task.cell.id))
+    result.validate(combined)
+    result.write_json_atomic(task.out, combined)
+    _done(combined, task.failed_out)
 
 
 def _measure(tasks: list[Task], settings: dict, limits: Limits,

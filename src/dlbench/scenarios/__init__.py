@@ -143,6 +143,11 @@ class Scenario:
         scenario may derive one from another)."""
         return settings
 
+    def rounds(self, config: dict) -> int:
+        """In how many of the run's rounds (measurement.rounds) this scenario's cells are
+        measured, each round in fresh processes: all of them by default."""
+        return config["measurement"]["rounds"]
+
     def validate(self, config: dict) -> list[str]:
         """Problems of a validated config that its schema cannot see (a missing folder)."""
         return []

@@ -6,6 +6,7 @@ its own, warms up, runs the timed loop, and checks one more call's output agains
 reference output (PyTorch eager, fp32, CPU, the same weights and token ids).
 """
 
+import gc
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -219,8 +220,11 @@ class Inference(Scenario):
         if memory is not None:
             memory.set_device(backend.memory_counters())
         try:
-            model = ops.build(spec, settings["seed"], optimization, weights,
-                              attention=settings.get("attention", "sdpa"))
+            model, reused = _GroupModel.get(
+                (cell.framework, cell.model, cell.device, cell.optimization, weights,
+                 settings["seed"], settings.get("attention", "sdpa")),
+                lambda: ops.build(spec, settings["seed"], optimization, weights,
+                                  attention=settings.get("attention", "sdpa")))
             model_inputs = ops.inputs(ids)
             ops.same_attention_work(model, model_inputs)
             start = time.perf_counter()
@@ -258,6 +262,7 @@ class Inference(Scenario):
             "mixed_precision": mixed,
             "memory": _memory(backend, memory),
             "details": ops.versions(),
+            "process": {"model_reused": reused},
         }
 
     def combine(self, records: list[dict]) -> dict:
@@ -305,6 +310,27 @@ class Inference(Scenario):
         }
         schema["ok_requires"] = ["throughput"]
         return schema
+
+
+class _GroupModel:
+    """The model of the cells of a group (measurement.process: per_group), built by the
+    first and used by the others: they differ only in their inputs' sizes, so the same
+    weights, precision and attention serve them all, and a process that serves several
+    sizes holds one model too. Each cell still applies its recipe (a trace, a compilation)
+    for its own shapes, with its caches released after it (the ops' `release`)."""
+
+    key: tuple | None = None
+    model: object = None
+
+    @classmethod
+    def get(cls, key: tuple, build) -> tuple[object, bool]:
+        """The model of `key`, and whether an earlier cell built it."""
+        if cls.key == key:
+            return cls.model, True
+        cls.key = cls.model = None  # the earlier group's model goes before this one comes
+        gc.collect()
+        cls.model, cls.key = build(), key
+        return cls.model, False
 
 
 def _memory(backend, memory) -> dict:

@@ -110,8 +110,16 @@ class Training(OptimizerSettings, Scenario):
         }
 
     def measurement_settings(self, settings: dict) -> dict:
-        # One process per seed: the run's repeats (measurement.repeats) are the seeds.
+        # One process per seed: the run's repeats (measurement.repeats) are the seeds; in
+        # rounds, each round is a seed of its own (`rounds`).
+        if settings.get("round") is not None:
+            return settings
         return {**settings, "repeats": max(settings["repeats"], settings["seeds"])}
+
+    def rounds(self, config: dict) -> int:
+        """With rounds, a cell's seeds are its rounds (seed, seed + 1, … one a round):
+        interleaved with the other frameworks' as every cell's rounds are."""
+        return 1 if config["measurement"]["rounds"] == 1 else config[self.name]["seeds"]
 
     def validate(self, config: dict) -> list[str]:
         """Problems the schema cannot see: a pipeline's numbers, too few steps to time, a

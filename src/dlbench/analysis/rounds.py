@@ -1,0 +1,140 @@
+"""Comparisons paired round by round (measurement.rounds).
+
+A run in rounds measures every cell once per round, in fresh processes, the rounds
+interleaved in time (dlbench.plan.rounds): a machine that slows for a minute slows the
+cells of that round alike. So two cells are compared round by round: the log of their
+ratio in each round, d_r = log(b_r / a_r), whose mean is the log of the ratio and whose
+spread is what separates two fresh processes of the two cells measured minutes apart —
+the machine's drift between rounds cancels in it.
+
+With a few rounds, one pair's own spread is a poor estimate of that spread (3 rounds: 2
+degrees of freedom, t = 4.3). The cells of a scenario share it: in the log of every
+cell's round figures, a cell's level plus a round's level (the drift; both taken out by
+medians, Tukey's median polish, so that one noisy cell does not pass for the machine's
+drift) leave residuals whose variance, pooled over the scenario's cells — (cells − 1)
+(rounds − 1) degrees of freedom — is the variance of one process's figure about its cell's
+level (`Spread`). A
+pair's interval uses twice that (or the pair's own variance where it is larger: a noisier
+pair is not narrowed by quieter ones), with Student's t at the pooled degrees of freedom.
+The same residuals give each cell its spread between processes with the drift removed,
+judged against the machine's own, measured in the same run: a cell is flagged `spread
+between processes` where its spread is beyond the limit and beyond the other cells' by more
+than an F-test at 1% allows — a cell whose processes vary as every cell's do is the
+machine's noise, which the intervals carry, not the cell's.
+"""
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+# A cell's spread between its rounds' processes, the drift removed, above which it is
+# flagged (the harness's limit for repeats: dlbench.measure.flags).
+from dlbench.measure.flags import SPREAD_BETWEEN_PROCESSES_CV
+
+LEVEL = 0.95
+
+
+def figures(row) -> list[float] | None:
+    """A cell's headline time of each round (ms): its median, or for a scenario ranked by
+    the wall time per step (training) that; None without rounds."""
+    wall = bool(row.get("headline_wall", False))
+    values = row.get("rounds_wall_step_ms" if wall else "rounds_median_ms")
+    if values is None or (not isinstance(values, list | tuple | np.ndarray)):
+        return None
+    values = [float(v) for v in values]
+    return values if len(values) > 1 and all(v > 0 for v in values) else None
+
+
+@dataclass(frozen=True)
+class Spread:
+    """The variance of the log of one process's figure about its cell's level, the drift
+    between rounds removed, pooled over cells with the same number of rounds; its degrees
+    of freedom; and each cell's own share of it (a coefficient of variation)."""
+
+    variance: float
+    df: int
+    rounds: int
+    cells: dict  # index → the cell's spread between processes, drift removed (CV)
+    drift: list[float]  # each round's level against the mean (a fraction: 0.05 = 5% slower)
+    beyond: dict  # index → whether the cell's spread is beyond the machine's (the others')
+
+
+def spread(cells: pd.DataFrame) -> Spread | None:
+    """The pooled spread of a scenario's timed cells (see the module); None with fewer
+    than two cells of two or more rounds."""
+    found = {index: figures(row) for index, row in cells.iterrows()}
+    found = {index: values for index, values in found.items() if values}
+    if not found:
+        return None
+    rounds = max(len(v) for v in found.values())
+    found = {index: v for index, v in found.items() if len(v) == rounds}
+    if len(found) < 2:
+        return None
+    residuals, drift = _polish(np.log(np.array(list(found.values()))))
+    df = (len(found) - 1) * (rounds - 1)
+    squares = (residuals**2).sum(axis=1)
+    variance = float(squares.sum() / df)
+    share = df / len(found)  # each cell's degrees of freedom
+    own = {index: math.sqrt(float(ss) / share) for index, ss in zip(found, squares, strict=True)}
+    # Beyond the machine's own: a cell's variance above the others' (pooled without it) by
+    # more than an F-test at 1% allows, and above the limit.
+    beyond = {}
+    if len(found) > 2:
+        rest = df - share
+        critical = float(stats.f.ppf(0.99, share, rest))
+        for index, ss in zip(found, squares, strict=True):
+            others = (squares.sum() - ss) / rest
+            beyond[index] = (own[index] > SPREAD_BETWEEN_PROCESSES_CV
+                             and ss / share > critical * others)
+    return Spread(variance, df, rounds, own, [float(np.expm1(d)) for d in drift], beyond)
+
+
+def _polish(logs: np.ndarray, sweeps: int = 4) -> tuple[np.ndarray, np.ndarray]:
+    """Tukey's median polish of cells × rounds: the residuals once each cell's level and
+    each round's (the drift) are taken out by medians, and the drift — medians, so that one
+    noisy cell does not pass for the machine's drift and spread to the others."""
+    residuals, drift = logs - np.median(logs, axis=1, keepdims=True), np.zeros(logs.shape[1])
+    for _ in range(sweeps):
+        step = np.median(residuals, axis=0)
+        drift += step
+        residuals -= step
+        residuals -= np.median(residuals, axis=1, keepdims=True)
+    return residuals, drift - np.median(drift)
+
+
+def paired(slower, faster, pooled: Spread | None) -> tuple[float, float, float, int] | None:
+    """slower's figure over faster's, paired by round, with its 95% interval and the
+    rounds it rests on: (ratio, low, high, rounds); None where either lacks rounds or
+    their rounds differ in number."""
+    a, b = figures(faster), figures(slower)
+    if a is None or b is None or len(a) != len(b):
+        return None
+    d = np.log(np.array(b)) - np.log(np.array(a))
+    n = len(d)
+    own = float(d.var(ddof=1))
+    if pooled is not None and pooled.rounds == n:
+        variance, df = max(2 * pooled.variance, own), pooled.df
+    else:
+        variance, df = own, n - 1
+    half = stats.t.ppf(0.5 + LEVEL / 2, df) * math.sqrt(variance / n)
+    mean = float(d.mean())
+    return math.exp(mean), math.exp(mean - half), math.exp(mean + half), n
+
+
+def spread_flags(cells: pd.DataFrame, pooled: Spread | None) -> pd.Series:
+    """For each cell of `cells`, the reason its processes disagree beyond the machine's
+    drift ('' where they do not, or where it has no rounds)."""
+    reasons = pd.Series("", index=cells.index)
+    if pooled is None:
+        return reasons
+    machine = math.sqrt(pooled.variance)
+    for index, cv in pooled.cells.items():
+        if pooled.beyond.get(index):
+            reasons[index] = (f"spread between processes: its {pooled.rounds} rounds vary by "
+                              f"{cv:.1%} beyond the machine's drift, more than the run's other "
+                              f"cells ({machine:.1%}) and the limit "
+                              f"({SPREAD_BETWEEN_PROCESSES_CV:.0%})")
+    return reasons
