@@ -45,8 +45,10 @@ def test_group_writes_one_result_per_cell_from_one_process(tmp_path):
     }
     first, second = (records[f"pytorch_tiny-bert_cpu_b{b}_s8_eager"] for b in (1, 2))
     # The group's model is built by its first cell and used by the second.
-    assert first["process"] == {"cells": 2, "position": 0, "model_reused": False}
-    assert second["process"] == {"cells": 2, "position": 1, "model_reused": True}
+    assert first["process"] == {"cells": 2, "position": 0, "model_reused": False,
+                                "compile_cache": "none"}  # not in rounds: each its own
+    assert second["process"] == {"cells": 2, "position": 1, "model_reused": True,
+                                 "compile_cache": "none"}
     assert "imports_done_s" in first["startup"]  # only the first cell paid the import
     assert "imports_done_s" not in second["startup"]
     # Peak memory is per cell: the second cell's counter was reset when it started.

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from dlbench.data.pipeline import LoaderDied
 from dlbench.frameworks import registry
-from dlbench.measure import env
+from dlbench.measure import compile_cache, env
 from dlbench.measure.memory import PhaseMemory, rss_mb
 from dlbench.measure.timing import PhaseClock
 from dlbench.records import result
@@ -29,7 +29,8 @@ def measure_cells(tasks: list, paths: list[Path], start: float, repeat: int,
     backend = None
     for position, (task, path) in enumerate(zip(tasks, paths, strict=True)):
         record = new_record(task.cell, task.settings(settings), started=start)
-        record["process"] = {"cells": len(tasks), "position": position}
+        record["process"] = {"cells": len(tasks), "position": position,
+                             "compile_cache": compile_cache.state()}
         # Under a profiler (the supervisor's), tell it where the timed loop starts and ends.
         on_mark = partial(_signal_phase, path) if settings.get("profile") else None
         clock = PhaseClock(start, on_mark=on_mark)

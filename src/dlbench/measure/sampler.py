@@ -40,6 +40,7 @@ class Sample:
     main_cpu_s: float = 0.0  # of it, the measured process itself (not its workers)
     read_bytes: int = 0  # bytes the tree's processes had read from storage
     processes: int = 1
+    sampler_cpu_s: float = 0.0  # CPU time of the sampling process itself (the supervisor)
 
 
 @dataclass
@@ -143,9 +144,11 @@ class ProcessSampler:
             return  # the counters: every n-th sample
         try:
             tree, main, read = self._tree_counters()
+            own = os.times()
             self.samples.append(Sample(now, rss_mb, tree, *_system_counters(self._system),
                                        main_cpu_s=main, read_bytes=read,
-                                       processes=len(self._procs)))
+                                       processes=len(self._procs),
+                                       sampler_cpu_s=own.user + own.system))
         except (OSError, ValueError):
             pass
 
@@ -169,6 +172,9 @@ class ProcessSampler:
         cpus = os.cpu_count() or 1
         busy_cores = (last.busy - first.busy) / total * cpus
         process_cores = (last.cpu_s - first.cpu_s) / seconds if seconds > 0 else 0.0
+        # The sampling's own cost (this process): dlbench's, not another process's load.
+        sampler_cores = (last.sampler_cpu_s - first.sampler_cpu_s) / seconds if seconds > 0 \
+            else 0.0
         memory_s = memory[-1] - memory[0]
         return {
             "samples": len(memory),
@@ -176,7 +182,8 @@ class ProcessSampler:
             "process_cpu_cores_mean": round(process_cores, 3),
             "process_cpu_cores_max": round(_max_rate(inside), 3),
             "system_cpu_busy_fraction": round((last.busy - first.busy) / total, 4),
-            "other_load_cores": round(max(busy_cores - process_cores, 0.0), 3),
+            "other_load_cores": round(max(busy_cores - process_cores - sampler_cores, 0.0), 3),
+            "sampler_cores": round(sampler_cores, 3),
             "steal_fraction": round((last.steal - first.steal) / total, 4),
             "logical_cpus": cpus,
             # Of the tree's CPU, the measured process itself (its workers: the rest).

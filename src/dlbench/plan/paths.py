@@ -51,6 +51,12 @@ def round_result(round_: Value, cell_id: str) -> str:
     return f"{round_dir(round_)}/{cell_id}.json"
 
 
+def compile_cache(unit: str) -> str:
+    """The compilers' caches of a measuring job's cells, kept from its first round for its
+    later ones (torch.compile's, JAX's, TensorFlow XLA's)."""
+    return f"{ROUNDS}/cache/{unit}"
+
+
 def round_log(round_: Value, job_id: str) -> str:
     """The log of a measuring job's round before the last (a cell's or a group's)."""
     return f"{LOGS}/rounds/r{round_}/{job_id}.log"

@@ -22,7 +22,8 @@ In a round of the run (`--round`, measurement.rounds), a cell that crashes gets 
 record as a group's does, and the job succeeds: the workflow runs a round's jobs one after
 the other, and a failed job would stop the rounds after it. The last round's job
 (`rounds_dir`) keeps each cell's record of the round beside the earlier rounds' and writes
-their combination as the cell's result (dlbench.run.rounds).
+their combination as the cell's result (dlbench.run.rounds). The compilers' caches of the
+job's cells are kept from its first round for its later ones (dlbench.measure.compile_cache).
 """
 
 import time
@@ -30,6 +31,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
+from dlbench.measure import compile_cache
 from dlbench.measure.cell import measure_cells
 from dlbench.measure.flags import NOISE, noisy
 from dlbench.plan.matrix import Cell
@@ -79,6 +81,8 @@ def run(tasks: list[Task], settings: dict, process_start: float,
     limits = Limits(settings["timeout_s"], memory_limit_mb(settings["max_host_memory_gib"]),
                     settings["sample_hz"], gpu=device == "gpu",
                     profile=settings.get("profile", False))
+    if settings.get("round") is not None:
+        compile_cache.prepare(min(task.cell.id for task in measurable), settings["round"])
     with devices.exclusive(device) as waited:
         lock = {"acquired_at": result.now()}
         finals, failures = _measure(measurable, settings, limits, process_start)

@@ -22,6 +22,7 @@ import jax  # noqa: E402
 
 from dlbench.frameworks import cpu_precision_problem, gpu_precision_problem  # noqa: E402
 from dlbench.frameworks.jax.memory import device_peaks  # noqa: E402
+from dlbench.measure import compile_cache  # noqa: E402
 
 # The name XLA:CPU gives the threads of its intra-op pool (Eigen's, prefixed by TSL).
 _POOL_THREAD = "XLAEigen"
@@ -49,6 +50,11 @@ class JaxBackend:
             self._problem = f"JAX sees no GPU (a CPU-only jaxlib, or no CUDA driver): {exc}"
             self.device = jax.devices("cpu")[0]
         jax.config.update("jax_default_device", self.device)
+        cache = compile_cache.folder("jax")
+        if cache is not None:  # in rounds: the programs of the job's first round, kept
+            jax.config.update("jax_compilation_cache_dir", str(cache))
+            jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+            jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
         self._held: object = None
 
     def device_problem(self) -> str | None:

@@ -14,6 +14,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # weights come from a local file o
 import torch  # noqa: E402
 
 from dlbench.frameworks import cpu_precision_problem, gpu_precision_problem  # noqa: E402
+from dlbench.measure import compile_cache  # noqa: E402
 
 
 class PyTorchBackend:
@@ -134,15 +135,20 @@ class _CudaEvents:
 class InductorCaches:
     """A fresh Inductor cache for each compiled cell, so that its first call pays a cold
     compilation, the same in every run; `release` removes them and puts the environment
-    back as the cell found it."""
+    back as the cell found it. In rounds, the job's cache instead (emptied in its first
+    round, kept for the later ones: dlbench.measure.compile_cache)."""
 
     def __init__(self):
         self._folders: list[str] = []
         self._saved: dict[str, str | None] = {}
 
     def fresh(self) -> None:
-        folder = tempfile.mkdtemp(prefix="dlbench-inductor-")
-        self._folders.append(folder)
+        kept = compile_cache.folder("pytorch")
+        if kept is not None:
+            folder = str(kept)
+        else:
+            folder = tempfile.mkdtemp(prefix="dlbench-inductor-")
+            self._folders.append(folder)
         for name, value in (("TORCHINDUCTOR_CACHE_DIR", folder),
                             ("TRITON_CACHE_DIR", os.path.join(folder, "triton"))):
             self._saved.setdefault(name, os.environ.get(name))

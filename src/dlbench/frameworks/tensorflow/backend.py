@@ -11,6 +11,15 @@ os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # weights come from a local file or the seed
 
+from dlbench.measure import compile_cache  # noqa: E402
+
+# In rounds, XLA's programs of the job's first round, kept (read when TensorFlow loads).
+_CACHE = compile_cache.folder("tensorflow")
+if _CACHE is not None:
+    os.environ["TF_XLA_FLAGS"] = " ".join(
+        [os.environ.get("TF_XLA_FLAGS", ""), f"--tf_xla_persistent_cache_directory={_CACHE}"]
+    ).strip()
+
 import tensorflow as tf  # noqa: E402
 
 from dlbench.frameworks import cpu_precision_problem, gpu_precision_problem  # noqa: E402

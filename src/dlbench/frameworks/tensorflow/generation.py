@@ -19,7 +19,11 @@ import transformers
 
 from dlbench.catalogue.models import ModelSpec
 from dlbench.catalogue.recipes import Optimization
-from dlbench.frameworks.tensorflow.inference import _POLICIES, _load_pytorch_weights
+from dlbench.frameworks.tensorflow.inference import (
+    _POLICIES,
+    _load_pytorch_weights,
+    built_to_load,
+)
 from dlbench.scenarios.generation_ops import Decoder
 
 # The causal-LM class of each decoder family (its head tied to the word embeddings).
@@ -74,10 +78,12 @@ class TensorFlowGeneration:
             _POLICIES.get(optimization.precision.name, "float32"))
         tf.keras.utils.set_random_seed(seed)
         config = getattr(transformers, spec.classes.config_class)(**spec.params)
-        with tf.device(self.backend.device_name):
-            model = getattr(transformers, LM_CLASSES[spec.family])(config)
+        model_class = getattr(transformers, LM_CLASSES[spec.family])
+        with tf.device(self.backend.device_name), built_to_load(model_class, weights):
+            model = model_class(config)
             model.build_in_name_scope()
-            if weights is not None:
+        if weights is not None:
+            with tf.device(self.backend.device_name):
                 _load_pytorch_weights(model, Path(weights))
         return model
 
