@@ -49,6 +49,7 @@ onstart:
 onsuccess:
     drop_previous_outputs()
     unlock_results_folder()
+    print_measuring_share()
 
 
 onerror:

@@ -1,17 +1,23 @@
 """Overhead of dlbench itself.
 
     .venv/bin/python bench/overhead.py [--skip-matrix] [--skip-sampling] [--rounds N]
+        [--matrix default|slice] [--matrix-rounds N]
 
 1. The supervisor's 100 Hz sampling: the same cell with sampling on and off, alternating;
    the ratio of their medians (target: under 2% of the cell's latency).
-2. The default matrix (config/config.yaml) through the real snakemake in a scratch
-   directory, both ways (measurement.process per_cell and per_group): wall time, the sum
-   of the timed loops, and their ratio; the per-cell fixed cost per framework (process or
+2. A matrix through the real snakemake in a scratch directory: its wall time, the time its
+   cells spent in timed loops and that share (dlbench.records.measuring, what every run
+   prints at its end), per scenario; the per-cell fixed cost per framework (process or
    cell start to first timed iteration, without the cold first call, where compilation
-   and tracing land); and how far the two ways' medians are apart, cell by cell.
+   and tracing land). `default`: config/config.yaml as it is (the README's main job);
+   `slice`: a per_group slice of the 2019 preset (config/presets/hf2019.yaml: BERT base,
+   batch 1 and 2, lengths 8 to 128, PyTorch eager and TorchScript, TensorFlow graph, in
+   one round), the shape of a large matrix. Targets (issue 38): 60% for the default, 85%
+   for the slice.
 """
 
 import argparse
+import glob
 import statistics
 import subprocess
 import sys
@@ -22,8 +28,18 @@ from pathlib import Path
 import pandas as pd
 from cells import REPO, label, run_cell
 
+from dlbench.records import measuring
+
 SAMPLING_CELLS = [("pytorch", "distilbert-base-uncased", 1, 64, "eager"),
                   ("tensorflow", "distilbert-base-uncased", 1, 64, "graph")]
+MATRICES = {
+    "default": ["--configfile", str(REPO / "config/config.yaml")],
+    "slice": ["--configfile", str(REPO / "config/presets/hf2019.yaml"), "--config",
+              "models=[bert-base-uncased]", "batch_sizes=[1,2]",
+              "sequence_lengths=[8,64,128]", "devices=[cpu]",
+              "frameworks=[pytorch,tensorflow]",
+              "optimizations=[eager,torchscript,graph]"],
+}
 
 
 def sampling_overhead(rounds: int) -> None:
@@ -41,23 +57,21 @@ def sampling_overhead(rounds: int) -> None:
               f"{min(ratios):.3f}–{max(ratios):.3f})")
 
 
-def default_matrix(process: str) -> pd.DataFrame:
-    workdir = Path(tempfile.mkdtemp(prefix=f"dlbench-overhead-{process}-"))
-    started = time.monotonic()
+def matrix(name: str) -> pd.DataFrame:
+    """Run a matrix (MATRICES) in a fresh scratch folder; print its wall time and share
+    measuring; its summary."""
+    workdir = Path(tempfile.mkdtemp(prefix=f"dlbench-overhead-{name}-"))
+    started = time.time()
     subprocess.run(
         [str(Path(sys.executable).with_name("snakemake")), "--snakefile",
-         str(REPO / "Snakefile"), "--directory", str(workdir), "--configfile",
-         str(REPO / "config/config.yaml"), "--workflow-profile",
-         str(REPO / "workflow/profiles/default"), "--cores", "2",
-         "--config", f"measurement={{process: {process}}}"],
-        check=True, capture_output=True,
-    )
-    wall = time.monotonic() - started
+         str(REPO / "Snakefile"), "--directory", str(workdir), "--workflow-profile",
+         str(REPO / "workflow/profiles/default"), "--cores", "2", *MATRICES[name]],
+        check=True, capture_output=True)
+    found = measuring.share(glob.glob(str(workdir / "results/runs/*.json")), started,
+                            time.time())
+    print(f"{name}: {measuring.describe(found).removeprefix('dlbench: ')}")
     summary = pd.read_parquet(workdir / "results/summary.parquet")
     ok = summary[summary["status"] == "ok"]
-    loops = ok["loop_s"].sum()
-    print(f"default matrix ({len(summary)} cells, {len(ok)} measured), process: {process}:")
-    print(f"  wall time {wall:.0f} s, timed loops {loops:.0f} s, ratio {wall / loops:.1f}")
     print("  fixed cost, process (or cell) start to first timed iteration without the cold "
           "call (median s):")
     first = ok["process_position"].fillna(0) == 0
@@ -70,28 +84,7 @@ def default_matrix(process: str) -> pd.DataFrame:
             line += f", later cells {fixed[mine & ~first].median():.2f}"
         print(line)
     print(f"  results in {workdir}")
-    return summary.set_index("cell_id")
-
-
-def ratios(a: pd.DataFrame, b: pd.DataFrame) -> pd.Series:
-    """Cell by cell, b's median latency over a's, where both timed the cell."""
-    both = a["status"].eq("ok") & b["status"].reindex(a.index).eq("ok")
-    return b.loc[both[both].index, "median_ms"] / a.loc[both, "median_ms"]
-
-
-def describe(ratio: pd.Series) -> str:
-    return (f"median {ratio.median():.3f}, middle half {ratio.quantile(0.25):.3f} to "
-            f"{ratio.quantile(0.75):.3f}, range {ratio.min():.3f} to {ratio.max():.3f} "
-            f"({len(ratio)} cells)")
-
-
-def agreement(runs: dict[str, list[pd.DataFrame]]) -> None:
-    """per_group against per_cell, next to per_cell against itself (the run-to-run noise)."""
-    cell, group = runs["per_cell"], runs["per_group"]
-    for i, (a, b) in enumerate(zip(cell, group, strict=True), 1):
-        print(f"round {i}, per_group / per_cell medians: {describe(ratios(a, b))}")
-    for i, (a, b) in enumerate(zip(cell, cell[1:], strict=False), 1):
-        print(f"noise: per_cell round {i + 1} / round {i}: {describe(ratios(a, b))}")
+    return summary
 
 
 def main() -> None:
@@ -100,17 +93,17 @@ def main() -> None:
     parser.add_argument("--skip-sampling", action="store_true")
     parser.add_argument("--rounds", type=int, default=8,
                         help="processes each way for the sampling overhead")
-    parser.add_argument("--matrix-rounds", type=int, default=2,
-                        help="default-matrix runs each way, alternating")
+    parser.add_argument("--matrix", choices=list(MATRICES), action="append",
+                        help="the matrices to run (default: both)")
+    parser.add_argument("--matrix-rounds", type=int, default=1,
+                        help="runs of each matrix, one after the other")
     args = parser.parse_args()
     if not args.skip_sampling:
         sampling_overhead(args.rounds)
     if not args.skip_matrix:
-        runs = {"per_cell": [], "per_group": []}
         for _ in range(args.matrix_rounds):
-            for process, summaries in runs.items():
-                summaries.append(default_matrix(process))
-        agreement(runs)
+            for name in args.matrix or list(MATRICES):
+                matrix(name)
 
 
 if __name__ == "__main__":

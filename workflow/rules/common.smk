@@ -291,6 +291,21 @@ def put_back_previous_outputs():
         workflow.persistence.cleanup_metadata(IOFile(str(path)))
 
 
+def print_measuring_share():
+    """How much of this run's wall time was measuring (dlbench.records.measuring): its
+    cells' timed loops against the time since Snakemake started."""
+    import time
+
+    import psutil
+
+    from dlbench.records import measuring
+
+    started = psutil.Process().create_time()
+    found = measuring.share([cell.result_path for cell in CELLS.values()], started,
+                            time.time())
+    print(measuring.describe(found), file=sys.stderr)
+
+
 def drop_previous_outputs():
     from dlbench.run import keep
 

@@ -1,0 +1,50 @@
+"""Flags that mean something (issue 38: 29 of 32 cells flagged on an idle machine): the same
+four real cells — BERT base in PyTorch, batch 1 and 2, lengths 16 and 32, one process as a
+group — measured on the idle machine and beside a real process spinning on a core. Idle,
+a noise flag is rare (at most one of the four); under the load, every cell is flagged busy,
+with the cores the others took in its reason."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from dlbench.measure.flags import NOISE
+from tests.conftest import tool_env
+
+pytestmark = [pytest.mark.slow, pytest.mark.alone]
+
+
+def _group(tmp_path, name: str) -> list[dict]:
+    out = tmp_path / name
+    done = subprocess.run(
+        [sys.executable, "-m", "dlbench", "run", "--framework=pytorch",
+         "--model=bert-base-uncased", "--device=cpu", "--batch", "1", "2", "--seqlen", "16",
+         "32", "--optimization=eager", "--min-duration-s=1", "--min-iterations=6",
+         "--target-ci=0", f"--out-dir={out}"],
+        capture_output=True, text=True, timeout=600, env=tool_env())
+    assert done.returncode == 0, done.stderr[-3000:]
+    records = [json.loads(p.read_text()) for p in sorted(out.glob("*.json"))]
+    assert len(records) == 4 and all(r["status"] == "ok" for r in records)
+    return records
+
+
+def _noisy(record: dict) -> bool:
+    return any(record["flags"][name] for name in NOISE)
+
+
+def test_flags_are_rare_on_an_idle_machine_and_common_under_load(tmp_path):
+    idle = _group(tmp_path, "idle")
+    assert sum(_noisy(r) for r in idle) <= 1, [r["flags"]["reasons"] for r in idle]
+    assert all(r["utilization"]["other_load_cores"] < 0.25 for r in idle)
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        loaded = _group(tmp_path, "loaded")
+    finally:
+        spinner.kill()
+        spinner.wait()
+    assert all(r["flags"]["busy_machine"] for r in loaded), \
+        [r["utilization"] for r in loaded]
+    assert all(any(reason.startswith("busy machine: other processes kept")
+                   for reason in r["flags"]["reasons"]) for r in loaded)
