@@ -1,0 +1,85 @@
+"""Where the spread between fresh processes of one cell comes from (issue 38): the same cell
+measured in many fresh processes, several ways taking turns (A B C …, C B A …: the
+machine's drift falls on every way alike), each way changing one likely cause.
+
+    .venv/bin/python bench/spread.py [--processes 10] [--loop-s 3] [--ways baseline ...]
+
+Per way: the median of its processes' medians, the spread of their logs (the standard
+deviation, raw), the same with the machine's drift taken out (each turn's level, from all
+the ways measured in it: the residuals of a median polish, as dlbench.analysis.rounds
+does), and the median IQR within a process. The ways:
+
+- baseline: `dlbench run` as the workflow runs a cell (its default settings);
+- no-sampling: the supervisor does not sample the cell (--sample-hz 0);
+- long-warmup: 20 warm-up calls instead of 2 (the first seconds of a process: page faults,
+  the clock ramping up, caches);
+- pinned: OpenMP's threads bound to cores (OMP_PROC_BIND=true, OMP_PLACES=cores);
+- one-arena: glibc's allocator with one arena (MALLOC_ARENA_MAX=1: memory placement).
+
+Run it on an idle machine; it reports, it does not decide.
+"""
+
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from dlbench.analysis.rounds import _polish  # noqa: E402
+
+CELL = ["--framework=pytorch", "--model=bert-base-uncased", "--device=cpu", "--batch=1",
+        "--seqlen=16", "--optimization=eager"]
+WAYS = {
+    "baseline": ([], {}),
+    "no-sampling": (["--sample-hz=0"], {}),
+    "long-warmup": (["--warmup-iterations=20"], {}),
+    "pinned": ([], {"OMP_PROC_BIND": "true", "OMP_PLACES": "cores"}),
+    "one-arena": ([], {"MALLOC_ARENA_MAX": "1"}),
+}
+
+
+def measure(way: str, loop_s: float) -> dict:
+    args, env = WAYS[way]
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "runs" / "cell.json"
+        subprocess.run([sys.executable, "-m", "dlbench", "run", *CELL,
+                        f"--min-duration-s={loop_s}", "--min-iterations=6", "--target-ci=0",
+                        *args, f"--out={out}"], check=True, capture_output=True,
+                       env={**os.environ, **env})
+        return json.loads(out.read_text())["timing"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--processes", type=int, default=10)
+    parser.add_argument("--loop-s", type=float, default=3.0)
+    parser.add_argument("--ways", nargs="+", choices=list(WAYS), default=list(WAYS))
+    args = parser.parse_args()
+    medians = {way: [] for way in args.ways}
+    iqrs = {way: [] for way in args.ways}
+    for turn in range(args.processes):
+        for way in args.ways if turn % 2 == 0 else args.ways[::-1]:
+            timing = measure(way, args.loop_s)
+            medians[way].append(timing["median_ms"])
+            iqrs[way].append(timing["relative_iqr"])
+    logs = np.log(np.array([medians[way] for way in args.ways]))
+    residuals, drift = _polish(logs)
+    print(f"{args.processes} processes a way, {args.loop_s:g}-s loops; the machine's drift "
+          f"between turns: {np.expm1(drift.min()):+.1%} to {np.expm1(drift.max()):+.1%}")
+    print(f"{'way':14}{'median ms':>10}{'sd(log)':>9}{'drift out':>10}{'IQR within':>11}")
+    for row, way in enumerate(args.ways):
+        raw = statistics.stdev(logs[row])
+        corrected = math.sqrt(float((residuals[row] ** 2).sum()) / (args.processes - 1))
+        print(f"{way:14}{statistics.median(medians[way]):>10.2f}{raw:>9.3f}"
+              f"{corrected:>10.3f}{statistics.median(iqrs[way]):>11.3f}")
+
+
+if __name__ == "__main__":
+    main()
