@@ -116,7 +116,7 @@ def main() -> None:
     first = {**measurement(args.preset, args.variants[0], args.v1), **common}
     (workdir / "config.yaml").write_text(yaml.safe_dump(config(args.preset, args.slice, first)))
     started = load()
-    wall = snakemake(workdir, "--until", "references")
+    wall = snakemake(workdir, "--until", "reference_output")
     print(f"references: {wall:.0f} s (load {started} → {load()})")
     rows = []
     for round_ in range(args.rounds):

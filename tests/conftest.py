@@ -93,10 +93,11 @@ PROFILE = ["--workflow-profile", str(REPO / "workflow" / "profiles" / "default")
 # What a workflow measures once per machine and keeps: the GEMM peak and the reference
 # weights and outputs (results/peak, results/reference).
 KEPT = ("peak", "reference")
-# What `measured_once` makes of TINY_CONFIG's, as targets: the peak of each device in its
-# fp32 at 2 threads, both models' weights (tiny-gpt2's: the generation and train_step
-# workflows) and the reference outputs (one job makes them all: tiny-bert's at length 8,
-# batch 2 for tests/test_grouping.py, and tiny-gpt2's).
+# What `measured_once` makes of TINY_CONFIG's, as targets (`--until peak reference_output`
+# made tiny-gpt2's outputs too, which no run starting from it reads; `--until` with files
+# ran none of theirs): the peak of each device in its fp32 at 2 threads, both models'
+# weights (tiny-gpt2's: the generation and train_step workflows) and tiny-bert's outputs
+# at length 8 (batch 2: tests/test_grouping.py).
 MEASURED_ONCE = ["results/peak/cpu_fp32_t2.json", "results/peak/gpu_fp32_t2.json",
                  "results/reference/tiny-gpt2/model.safetensors",
                  "results/reference/tiny-bert/b1_s8.npz", "results/reference/tiny-bert/b2_s8.npz"]

@@ -48,17 +48,16 @@ def python_side(validated: dict) -> set[tuple[str, tuple[str, ...], tuple[str, .
     for group in groups.values():
         jobs.add(("measure_group", tuple(sorted(c.result_path for c in group)),
                   (group[0].log_path(process),)))
-    references = set()
     for cell in runnable:
         inputs = cell.spec.inputs(cell)
         if "weights" in inputs:
             jobs.add(("reference_weights", (inputs["weights"],), (paths.weights_log(cell.model),)))
-            references.add(inputs["reference"])
+            batch, seqlen = cell.size("batch"), cell.size("seqlen")
+            jobs.add(("reference_output", (inputs["reference"],),
+                      (paths.reference_output_log(cell.model, batch, seqlen),)))
         if "data" in inputs:
             name = cell.size("dataset")
             jobs.add(("dataset", (inputs["data"],), (paths.dataset_log(name),)))
-    if references:  # one job makes every reference output
-        jobs.add(("references", tuple(sorted(references)), (paths.REFERENCES_LOG,)))
     for device, precision in {(c.device, c.spec.precision(c.optimization)) for c in runnable}:
         frameworks = {c.framework for c in runnable if c.device == device}
         jobs.add(("peak", (paths.peak(device, precision, threads),),

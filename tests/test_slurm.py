@@ -193,17 +193,16 @@ def test_every_cell_ran_as_its_own_slurm_job(slurm_run, cells):
     assert sorted(jobs) == sorted(c.id for c in cells)
     assert len(set(jobs.values())) == len(cells)
     # Besides the cells, only the machine's GEMM peak of each library per device (on the
-    # cells' nodes) and the correctness references: the model's weights once, and one job
-    # for the reference outputs.
+    # cells' nodes) and the correctness references: the model's weights once, and one
+    # reference output for the one batch and length.
     others = sorted(key for key in all_jobs if key[0] != "measure_cell")
     threads = SLURM_CONFIG["measurement"]["threads"]
     libraries = sorted(("peak_library", f"{device}_fp32_{threads}_{key}")
                        for key, library in peak.LIBRARIES.items()
                        if library.framework in SLURM_CONFIG["frameworks"]
                        for device in library.devices)
-    assert [key for key in others if key[0] != "references"] == libraries + [
-        ("reference_weights", "tiny-bert")]
-    assert len([key for key in others if key[0] == "references"]) == 1  # every output
+    assert others == libraries + [("reference_output", "tiny-bert_1_8"),
+                                  ("reference_weights", "tiny-bert")]
     # The cheap rules run in the Snakemake process itself, not as cluster jobs (the peak
     # only joins the libraries' records).
     for rule in ("aggregate", "report", "peak"):

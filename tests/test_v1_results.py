@@ -63,7 +63,7 @@ def test_v1_results_are_reused_not_measured_again(tmp_path, mode, measured_once)
     # The jobs the run ran, each announced as `rule <name>:` or `localrule <name>:` (read
     # here rather than from a dry run before it: the same plan, without a second start).
     ran = run.stdout + run.stderr
-    for rule in ("measure_cell", "measure_group", "reference_weights", "references"):
+    for rule in ("measure_cell", "measure_group", "reference_weights", "reference_output"):
         assert f"rule {rule}:" not in ran, ran[-3000:]
     assert "rule aggregate:" in ran, ran[-3000:]  # only the summary and the report are missing
     summary = pd.read_parquet(tmp_path / "results" / "summary.parquet")

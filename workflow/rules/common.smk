@@ -375,21 +375,6 @@ REFERENCED = [cell for cell in CELLS.values()
               if cell.unsupported_reason() is None and "weights" in cell.spec.inputs(cell)]
 
 
-# The references job's files and their cases (dlbench.reference outputs): each cell's
-# reference, of inference (an output) or generation (generated ids).
-_CASES = {}
-for _cell in REFERENCED:
-    _file = _cell.spec.inputs(_cell).get("reference")
-    if _file and _file not in _CASES:
-        _kind = "generation" if "new_tokens" in dict(_cell.sizes) else "output"
-        _sizes = [_cell.size(a) for a in ("batch", "seqlen", "new_tokens")
-                  if a in dict(_cell.sizes)]
-        _CASES[_file] = ":".join([_kind, _cell.model, *map(str, _sizes)])
-REFERENCE_FILES = sorted(_CASES)
-REFERENCE_CASES = [_CASES[f] for f in REFERENCE_FILES]
-REFERENCE_WEIGHTS = sorted({paths.weights(cell.model) for cell in REFERENCED})
-
-
 def reference_constraint(field):
     """A wildcard constraint admitting exactly the values of `field` among those cells."""
     values = [cell.model if field == "model" else cell.size(field) for cell in REFERENCED
@@ -403,14 +388,6 @@ def reference_mem_mb(wildcards, attempt):
     from dlbench.catalogue.models import get_model
 
     return int((2000 + 8 * get_model(wildcards.model).millions) * attempt)
-
-
-def references_mem_mb(wildcards, attempt):
-    """The references job's: its largest model's (one model at a time)."""
-    from dlbench.catalogue.models import get_model
-
-    largest = max((get_model(c.model).millions for c in REFERENCED), default=0)
-    return int((2000 + 8 * largest) * attempt)
 
 
 # The machine's limits, measured by peak.smk: one GEMM peak per device and precision of

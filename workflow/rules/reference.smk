@@ -30,28 +30,58 @@ rule reference_weights:
         " --out={output:q} > {log:q} 2>&1"
 
 
-# Every reference output and generated-ids reference of the run, in one job: the
-# reference framework imported once and each model built once (dlbench.reference outputs).
-if REFERENCE_CASES:
+rule reference_output:
+    input:
+        weights=paths.weights("{model}"),
+    output:
+        paths.reference_output("{model}", "{batch}", "{seqlen}"),
+    log:
+        paths.reference_output_log("{model}", "{batch}", "{seqlen}"),
+    wildcard_constraints:
+        model=reference_constraint("model"),
+        batch=reference_constraint("batch"),
+        seqlen=reference_constraint("seqlen"),
+    params:
+        src=SRC,
+        python=PYTHON,
+        seed=MEASUREMENT["seed"],
+    threads: MEASUREMENT["threads"]
+    resources:
+        cpu_timing=1,
+        mem_mb=reference_mem_mb,
+    conda:
+        framework_env(frameworks.REFERENCE_FRAMEWORK)
+    shell:
+        "PYTHONPATH={params.src:q} {params.python:q} -m dlbench.reference output"
+        " --model={wildcards.model} --batch={wildcards.batch} --seqlen={wildcards.seqlen}"
+        " --seed={params.seed} --threads={threads} --weights={input.weights:q}"
+        " --out={output:q} > {log:q} 2>&1"
 
-    rule references:
-        input:
-            weights=REFERENCE_WEIGHTS,
-        output:
-            REFERENCE_FILES,
-        log:
-            paths.REFERENCES_LOG,
-        params:
-            src=SRC,
-            python=PYTHON,
-            seed=MEASUREMENT["seed"],
-            cases=REFERENCE_CASES,
-        threads: MEASUREMENT["threads"]
-        resources:
-            cpu_timing=1,
-            mem_mb=references_mem_mb,
-        conda:
-            framework_env(frameworks.REFERENCE_FRAMEWORK)
-        shell:
-            "PYTHONPATH={params.src:q} {params.python:q} -m dlbench.reference outputs"
-            " {params.cases} --seed={params.seed} --threads={threads} > {log:q} 2>&1"
+
+rule reference_generation:
+    input:
+        weights=paths.weights("{model}"),
+    output:
+        paths.reference_generation("{model}", "{batch}", "{seqlen}", "{new_tokens}"),
+    log:
+        paths.reference_generation_log("{model}", "{batch}", "{seqlen}", "{new_tokens}"),
+    wildcard_constraints:
+        model=reference_constraint("model"),
+        batch=reference_constraint("batch"),
+        seqlen=reference_constraint("seqlen"),
+        new_tokens=reference_constraint("new_tokens"),
+    params:
+        src=SRC,
+        python=PYTHON,
+        seed=MEASUREMENT["seed"],
+    threads: MEASUREMENT["threads"]
+    resources:
+        cpu_timing=1,
+        mem_mb=reference_mem_mb,
+    conda:
+        framework_env(frameworks.REFERENCE_FRAMEWORK)
+    shell:
+        "PYTHONPATH={params.src:q} {params.python:q} -m dlbench.reference generation"
+        " --model={wildcards.model} --batch={wildcards.batch} --seqlen={wildcards.seqlen}"
+        " --new-tokens={wildcards.new_tokens} --seed={params.seed} --threads={threads}"
+        " --weights={input.weights:q} --out={output:q} > {log:q} 2>&1"

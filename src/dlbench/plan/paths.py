@@ -117,11 +117,17 @@ def reference_generation(model: str, batch: Value, prompt: Value, new_tokens: Va
     return f"{reference_dir(model)}/generation_b{batch}_p{prompt}_n{new_tokens}.npz"
 
 
-REFERENCES_LOG = f"{LOGS}/reference/outputs.log"  # the job of every reference output
+def reference_generation_log(model: str, batch: Value, prompt: Value,
+                             new_tokens: Value) -> str:
+    return f"{LOGS}/reference/{model}_generation_b{batch}_p{prompt}_n{new_tokens}.log"
 
 
 def weights_log(model: str) -> str:
     return f"{LOGS}/reference/{model}_weights.log"
+
+
+def reference_output_log(model: str, batch: Value, seqlen: Value) -> str:
+    return f"{LOGS}/reference/{model}_b{batch}_s{seqlen}.log"
 
 
 # -- training data sets (dlbench.data) --------------------------------------------------------

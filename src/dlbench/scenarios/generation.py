@@ -461,15 +461,15 @@ def throughput(cell: "Cell", median_ms: float) -> dict:
 
 
 def reference_ids(model: str, batch: int, prompt: int, new_tokens: int, seed: int,
-                  weights: Path, backend) -> tuple["np.ndarray", "np.ndarray"]:
+                  weights: Path, threads: int) -> tuple["np.ndarray", "np.ndarray"]:
     """The reference's generated ids (PyTorch eager, fp32, CPU) and the prompt: what
-    `python -m dlbench.reference generation` writes; backend: the reference framework's on
-    the CPU."""
-    from dlbench.frameworks import load_ops
+    `python -m dlbench.reference generation` writes."""
+    from dlbench.frameworks import load_backend, load_ops
     from dlbench.frameworks.registry import REFERENCE_FRAMEWORK
 
     spec = get_model(model)
     ids = token_ids(spec, batch, prompt, seed)
+    backend = load_backend(REFERENCE_FRAMEWORK, "cpu", threads, 1)
     ops = load_ops(backend, "generation")
     eager = recipes.optimization("generation", "eager", REFERENCE_FRAMEWORK)
     try:
