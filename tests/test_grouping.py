@@ -89,7 +89,9 @@ def test_a_failing_cell_costs_only_itself(tmp_path, fault, reason):
     assert (records[broken]["status"], records[broken]["reason"]) == ("error", reason)
     after = records["pytorch_tiny-bert_cpu_b4_s8_eager"]
     assert records["pytorch_tiny-bert_cpu_b1_s8_eager"]["status"] == after["status"] == "ok"
-    assert after["process"] == {"cells": 1, "position": 0}  # measured by a fresh process
+    # Measured by a fresh process, which built its own model.
+    assert after["process"] == {"cells": 1, "position": 0, "model_reused": False,
+                                "compile_cache": "none"}
     assert not (tmp_path / "failed").exists()
 
 

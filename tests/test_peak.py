@@ -166,13 +166,12 @@ def test_a_library_beside_a_spinning_process_is_measured_again_and_named_busy(tm
     assert all(a["busy"] and a["cores_used"] < 0.9 * threads for a in busy["attempts"])
     assert busy["quiet"]["quiet"] is False and busy["quiet"]["other_load_cores"] > 0.5
     assert busy["attempts"][0]["other_load_cores"] > 0.5  # the spinner, while it multiplied
-    # Without it the machine is quiet again within the wait (a test's leftovers included),
-    # and the product gets its cores.
-    idle, line = _peak(tmp_path, "fp32", *args, "--attempts=3", "--quiet-wait-s=5",
-                       threads=threads)
+    # Without it the product gets its cores (within its attempts: a test's leftovers, or
+    # the other test worker's daemons, may still hold a core for a moment).
+    idle, line = _peak(tmp_path, "fp32", *args, "--attempts=3", threads=threads)
     assert idle["busy"] is False, idle["attempts"]
     kept = next(a for a in idle["attempts"] if a["kept"])
-    assert kept["cores_used"] >= 0.9 * threads and kept["quiet"]["quiet"] is True
+    assert kept["cores_used"] >= 0.9 * threads
     assert "BUSY" not in line
 
 
