@@ -83,3 +83,18 @@ def test_a_cells_rounds_combine_with_each_rounds_figures_kept():
     crashed = run_rounds.combine(tiny, [records[0], _record(0, "t1", status="error")])
     assert crashed["status"] == "error"
     assert crashed["reason"] == "round 2 of 2: crashed: killed by SIGKILL"
+
+
+def test_an_interleaved_comparison_runs_a_side_in_rounds_as_one_round_of_its_own():
+    """`dlbench compare --interleave` runs a side's measuring commands itself, round after
+    round: a side whose config has rounds (the default) gives its last round's command
+    without the round's options, its earlier rounds' jobs none (dlbench.run.interleave)."""
+    from dlbench.run import interleave
+
+    command = ("PYTHONPATH=/src /py -m dlbench run --framework=pytorch --model=tiny-bert "
+               "--device=cpu --batch 1 2 --seqlen 8 --optimization=eager --round=1 "
+               "--rounds-dir=results/rounds --out-dir results/runs > log 2>&1")
+    job = interleave._job(command, ("a", "b"))
+    assert job.env == {"PYTHONPATH": "/src"}
+    assert not any(w.startswith("--round") for w in job.argv)
+    assert job.argv[-2:] == ["--out-dir", "results/runs"]

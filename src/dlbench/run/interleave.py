@@ -97,8 +97,12 @@ def prepare(side: Side) -> list[Job]:
         command = fields.get("Shell command", "")
         if " -m dlbench run " not in command:
             continue
-        inputs += [p for p in fields.get("input", "").split(", ") if p]
         outputs = fields["output"].split(", ")
+        if any(o.startswith(f"{paths.ROUNDS}/") for o in outputs):
+            continue  # a side's own rounds: the interleaving's rounds take their place
+        inputs += [p for p in fields.get("input", "").split(", ")
+                   if p and not p.startswith(f"{paths.ROUNDS}/") and not p.startswith(
+                       f"{paths.RUNS}/")]
         jobs.append(_job(command, tuple(Path(o).stem for o in outputs)))
     if not jobs:
         raise InterleaveError(f"{side.name} ({side.source}): its workflow measures no cell")
@@ -109,9 +113,11 @@ def prepare(side: Side) -> list[Job]:
 
 def _job(command: str, cells: tuple[str, ...]) -> Job:
     """The command line as argv: the leading VAR=value words are its environment, and it
-    ends where its output is redirected."""
+    ends where its output is redirected; a side measured in rounds (measurement.rounds)
+    has its job run as one round of its own (the interleaving makes the rounds)."""
     words = shlex.split(command)
     words = words[:words.index(">")] if ">" in words else words
+    words = [w for w in words if not w.startswith(("--round=", "--rounds-dir="))]
     env = {}
     while words and "=" in words[0] and not words[0].startswith("-"):
         key, value = words.pop(0).split("=", 1)
