@@ -313,11 +313,11 @@ def pytest_runtest_call(item):
 # 73 | 218, 270, 209, 96, 121, 119, 105, 76, 130 (mostly waiting), 61, 61, 67 | 54, 36, 30,
 # 23, 13, 21, 20, 15, 16, 11, 11, 11, 9, 9, 8; the others (6 s or less) follow by name.
 ORDER = ("test_grouping", "test_bottleneck", "test_measurement", "test_flags_under_load",
-         "test_peak", "test_compare", "test_faults", "test_training", "test_optimizations",
+         "test_compare", "test_faults", "test_training", "test_optimizations",
          "test_fairness", "test_train_step_run", "test_generation", "test_pipelines",
          "test_presets", "test_slurm", "test_rounds_workflow", "test_train_step_workflow",
          "test_disk_full", "test_isolation", "test_generation_workflow", "test_cli",
-         "test_report_browser",
+         "test_peak", "test_report_browser",
          "test_report", "test_v1_results", "test_run_lock", "test_workflow",
          "test_dataset_damage", "test_registry", "test_scenarios", "test_adam", "test_setup",
          "test_cold_cache", "test_flops")

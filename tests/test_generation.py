@@ -250,35 +250,41 @@ def test_a_corrupted_cache_fails_the_token_check(tmp_path, shared, optimization)
 # -- why JAX's time per token is what it is -------------------------------------------------
 
 JAX_LOOP_COPIES = """
-import json, re, sys
+import json, re
 import jax
 import numpy as np
 from dlbench.catalogue import recipes
 from dlbench.catalogue.models import get_model
 from dlbench.frameworks import load_backend, load_ops
-ops = load_ops(load_backend("jax", "cpu", 1, 1), "generation")
-ops.kernels_in_place = sys.argv[1] == "in-place"
+backend = load_backend("jax", "cpu", 1, 1)
 jit = recipes.optimization("generation", "jit", "jax")
-model = ops.build(get_model("tiny-gpt2"), 0, jit)
-inputs = ops.inputs(np.random.RandomState(0).randint(0, 100, (1, 8)))
-decoder = ops.decoder(model, inputs, 4, jit)
-for _ in range(3):
-    ids = decoder.call()
-program = ops._jitted.lower(model.params, **inputs).compile().as_text()
-copies = re.findall(r'= f32\\[([\\d,]*)\\]\\S* copy\\([^\\n]*op_name="([^"]*)"', program)
-copied = sum(4 * int(np.prod([int(d) for d in dims.split(",")]))
-             for dims, where in copies if "while/body" in where and where.endswith("transpose"))
-params = model.params["transformer"]
-matrices = sum(w.size * 4 for w in jax.tree_util.tree_leaves(params) if w.ndim == 2)
-print(json.dumps({"copied": copied, "matrices": matrices,
+found = {}
+for way in ("in-place", "as-is"):
+    ops = load_ops(backend, "generation")
+    ops.kernels_in_place = way == "in-place"
+    model = ops.build(get_model("tiny-gpt2"), 0, jit)
+    inputs = ops.inputs(np.random.RandomState(0).randint(0, 100, (1, 8)))
+    decoder = ops.decoder(model, inputs, 4, jit)
+    for _ in range(3):
+        ids = decoder.call()
+    program = ops._jitted.lower(model.params, **inputs).compile().as_text()
+    copies = re.findall(r'= f32\\[([\\d,]*)\\]\\S* copy\\([^\\n]*op_name="([^"]*)"', program)
+    copied = sum(4 * int(np.prod([int(d) for d in dims.split(",")]))
+                 for dims, where in copies
+                 if "while/body" in where and where.endswith("transpose"))
+    params = model.params["transformer"]
+    matrices = sum(w.size * 4 for w in jax.tree_util.tree_leaves(params) if w.ndim == 2)
+    found[way] = {"copied": copied, "matrices": matrices,
                   "positions": params["wpe"]["embedding"].size * 4,
                   "words": params["wte"]["embedding"].size * 4,
                   "ids": np.asarray(ids).tolist(), "traces": decoder.traces(),
-                  "implementation": ops.attention(model)["implementation_of"]}))
+                  "implementation": ops.attention(model)["implementation_of"]}
+    ops.release()
+print(json.dumps(found))
 """
 
 
-@pytest.mark.slow  # two real JAX processes compiling tiny-gpt2's generation (~15 s each)
+@pytest.mark.slow  # a real JAX process compiling tiny-gpt2's generation twice (~20 s)
 def test_jax_generation_copies_no_decoder_weight_in_a_decoding_step():
     """JAX's time per token on a CPU was ~6× TensorFlow XLA's because transformers' Flax
     GPT-2 transposes every weight matrix in every decoding step (FlaxConv1D's
@@ -290,12 +296,10 @@ def test_jax_generation_copies_no_decoder_weight_in_a_decoding_step():
     transformers or XLA stop doing it, this fails, and config/README.md must change."""
     import json
 
-    found = {}
-    for way in ("in-place", "as-is"):
-        done = subprocess.run([sys.executable, "-c", JAX_LOOP_COPIES, way],
-                              capture_output=True, text=True, env=tool_env(), timeout=600)
-        assert done.returncode == 0, done.stderr[-3000:]
-        found[way] = json.loads(done.stdout.strip().splitlines()[-1])
+    done = subprocess.run([sys.executable, "-c", JAX_LOOP_COPIES], capture_output=True,
+                          text=True, env=tool_env(), timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
     ours, theirs = found["in-place"], found["as-is"]
     assert ours["traces"] == theirs["traces"] == 1
     assert ours["ids"] == theirs["ids"]

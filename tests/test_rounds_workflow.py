@@ -23,18 +23,20 @@ CONFIG = {
     "devices": ["cpu"],
     "inference": {"models": ["tiny-bert"], "batch_sizes": [1, 2], "sequence_lengths": [8],
                   "optimizations": {"pytorch": ["eager"], "jax": ["jit"]}},
+    # JAX's training cell of an optimization it lacks: recorded without measuring, in one
+    # job outside the rounds.
     "training": {"models": ["tiny-cnn"], "datasets": ["synthetic"], "batch_sizes": [32],
                  "pipelines": ["w0"], "optimizers": ["sgd"], "epochs": 1, "seeds": 2,
                  "breakdown": False, "ablation": False,
-                 "optimizations": {"pytorch": ["eager"], "jax": ["jit"]}},
+                 "optimizations": {"pytorch": ["eager"], "jax": ["eager"]}},
     "data": {"synthetic_train": 96, "synthetic_test": 32},
     "measurement": {"warmup_iterations": 1, "min_duration_s": 0.1, "min_iterations": 5,
                     "target_ci": 0, "quiet_wait_s": 0, "process": "per_group",
                     "rounds": 2},
 }
 INFERENCE = {"pytorch": "pytorch_tiny-bert_cpu_eager", "jax": "jax_tiny-bert_cpu_jit"}
-TRAINING = {f: f"training_{f}_tiny-cnn_cpu_b32_synthetic_w0_sgd_{o}"
-            for f, o in (("pytorch", "eager"), ("jax", "jit"))}
+TRAINING = {"pytorch": "training_pytorch_tiny-cnn_cpu_b32_synthetic_w0_sgd_eager"}
+NOT_APPLICABLE = "training_jax_tiny-cnn_cpu_b32_synthetic_w0_sgd_eager"
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +65,9 @@ def _measuring_jobs(log: str) -> list[tuple[str, int]]:
 def test_each_round_runs_in_the_reverse_order_of_the_one_before(rounds_run):
     _, log = rounds_run
     jobs = _measuring_jobs(log)
+    # The cell that only records why it cannot run: one job, in no round.
+    assert (NOT_APPLICABLE, None) in jobs
+    jobs.remove((NOT_APPLICABLE, None))
     units = [*INFERENCE.values(), *TRAINING.values()]
     assert sorted(unit for unit, _ in jobs) == sorted(units * 2)
     first = [unit for unit, r in jobs if r == 0]
@@ -70,8 +75,7 @@ def test_each_round_runs_in_the_reverse_order_of_the_one_before(rounds_run):
     assert jobs == [(unit, 0) for unit in first] + [(unit, None) for unit in second]
     assert second == first[::-1]
     # A scenario's units side by side, each round: inference first, then training.
-    assert first == [INFERENCE["pytorch"], INFERENCE["jax"], TRAINING["pytorch"],
-                     TRAINING["jax"]]
+    assert first == [INFERENCE["pytorch"], INFERENCE["jax"], TRAINING["pytorch"]]
 
 
 def test_every_cell_combines_its_rounds_with_each_rounds_figures(rounds_run):
@@ -102,12 +106,11 @@ def test_every_cell_combines_its_rounds_with_each_rounds_figures(rounds_run):
 def test_the_answer_is_paired_round_by_round_and_the_share_is_printed(rounds_run):
     workdir, log = rounds_run
     answers = headline.winners(load(workdir / "results" / "summary.parquet"))
-    for scenario in ("inference", "training"):
-        by = answers[scenario]["by how much"]
-        assert by.str.contains(", 2 rounds)", regex=False).all(), by.tolist()
+    by = answers["inference"]["by how much"]
+    assert by.str.contains(", 2 rounds)", regex=False).all(), by.tolist()
     share = re.search(r"dlbench: this run took (.*) in the timed loops of (\d+) cells "
                       r"\((\d+)%\)", log)
-    assert share and int(share.group(2)) == 6 and 0 < int(share.group(3)) < 100, log[-2000:]
+    assert share and int(share.group(2)) == 5 and 0 < int(share.group(3)) < 100, log[-2000:]
 
 
 def test_a_deleted_result_measures_its_own_job_again_and_no_other(rounds_run):
