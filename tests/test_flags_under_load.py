@@ -2,7 +2,8 @@
 three real cells — BERT base in PyTorch at batch 1, lengths 16, 32 and 64, one process as
 a group — measured on the idle machine and beside a real process spinning on a core. Idle,
 a noise flag is rare (at most one of the three); under the load, every cell is flagged
-busy, with the cores the others took in its reason."""
+busy, with the cores the others took in its reason. (Short loops: the flags need ~0.4 s of
+the supervisor's samples.)"""
 
 import json
 import subprocess
@@ -21,7 +22,7 @@ def _group(tmp_path, name: str) -> list[dict]:
     done = subprocess.run(
         [sys.executable, "-m", "dlbench", "run", "--framework=pytorch",
          "--model=bert-base-uncased", "--device=cpu", "--batch", "1", "--seqlen", "16", "32",
-         "64", "--optimization=eager", "--min-duration-s=0.6", "--min-iterations=6",
+         "64", "--optimization=eager", "--min-duration-s=0.4", "--min-iterations=6",
          "--target-ci=0", f"--out-dir={out}"],
         capture_output=True, text=True, timeout=600, env=tool_env())
     assert done.returncode == 0, done.stderr[-3000:]
