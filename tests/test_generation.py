@@ -247,6 +247,57 @@ def test_a_corrupted_cache_fails_the_token_check(tmp_path, shared, optimization)
     assert correctness["share_equal"] < 1
 
 
+# -- exactly `new_tokens` tokens ---------------------------------------------------------
+
+PLANTED_END = """
+import json, sys
+import numpy as np
+from dlbench.catalogue import recipes
+from dlbench.catalogue.models import get_model
+from dlbench.frameworks import load_backend, load_ops
+framework, optimizations = sys.argv[1], sys.argv[2:]
+ops = load_ops(load_backend(framework, "cpu", 1, 1), "generation")
+prompt = np.random.RandomState(0).randint(0, 100, (1, 8))
+found = {}
+for name in optimizations:
+    recipe = recipes.optimization("generation", name, framework)
+    model = ops.build(get_model("tiny-gpt2"), 0, recipe)
+    inputs = ops.inputs(prompt)
+    free = ops.new_ids(ops.decoder(model, inputs, 6, recipe).call(), 8)
+    # The model's end-of-text id becomes the second token its greedy continuation makes.
+    flax = getattr(model, "flax_model", None)
+    (flax or model).generation_config.eos_token_id = int(free[0, 1])
+    planted = ops.new_ids(ops.decoder(model, inputs, 6, recipe).call(), 8)
+    found[name] = {"free": free.tolist(), "planted": planted.tolist()}
+    ops.release()
+print(json.dumps(found))
+"""
+
+
+@pytest.mark.slow  # a real process per framework (~10 s each)
+@pytest.mark.parametrize(("framework", "optimizations"),
+                         [("pytorch", ["eager"]),
+                          ("tensorflow", ["eager", "xla"]), ("jax", ["jit"])],
+                         ids=["pytorch", "tensorflow", "jax"])
+def test_generation_makes_every_new_token_past_the_end_of_text_id(framework, optimizations):
+    """Every framework generates exactly `new_tokens` tokens: with the model's end-of-text
+    id set to the second token its greedy continuation makes, the continuation is the same
+    6 tokens. transformers' TensorFlow and Flax greedy searches, given eos_token_id=None,
+    fall back to the model's generation_config and stopped there (TensorFlow eager: 1
+    token) or padded after it (TensorFlow XLA, JAX), where PyTorch goes on."""
+    import json
+
+    if framework not in registry.REGISTERED:
+        pytest.skip(f"{framework} is not registered")
+    done = subprocess.run([sys.executable, "-c", PLANTED_END, framework, *optimizations],
+                          capture_output=True, text=True, env=tool_env(), timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    for name, ids in found.items():
+        assert len(ids["free"][0]) == 6, (name, ids)
+        assert ids["planted"] == ids["free"], (name, ids)
+
+
 # -- why JAX's time per token is what it is -------------------------------------------------
 
 JAX_LOOP_COPIES = """

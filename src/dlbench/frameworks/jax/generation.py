@@ -97,8 +97,12 @@ class JaxGeneration:
     def decoder(self, model: Model, inputs: dict, new_tokens: int,
                 optimization: Optimization) -> Decoder:
         flax_model, hold = model.flax_model, self.backend.hold
+        # Exactly `new_tokens`: given eos_token_id=None, transformers' Flax greedy search
+        # falls back to the model's end-of-text id and pads after it (it cannot run
+        # without one): the end is an id past the vocabulary, which argmax never picks.
+        never = flax_model.config.vocab_size
         options = dict(do_sample=False, num_beams=1, max_new_tokens=new_tokens,
-                       min_new_tokens=new_tokens, eos_token_id=None,
+                       min_new_tokens=new_tokens, eos_token_id=never,
                        pad_token_id=flax_model.config.eos_token_id)
 
         # The weights and the prompt are arguments, not constants a compiler could fold.

@@ -95,6 +95,10 @@ class TensorFlowGeneration:
     def decoder(self, model, inputs: dict, new_tokens: int,
                 optimization: Optimization) -> Decoder:
         recipe = optimization.recipe.name
+        # Exactly `new_tokens`: given eos_token_id=None, transformers' TF greedy search
+        # falls back to the model's generation_config.eos_token_id and stops (or pads)
+        # at the end-of-text id, where PyTorch goes on.
+        model.generation_config.eos_token_id = None
 
         def options(tokens: int) -> dict:
             return dict(do_sample=False, num_beams=1, max_new_tokens=tokens,
