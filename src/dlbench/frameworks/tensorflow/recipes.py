@@ -28,9 +28,11 @@ RECIPES = (
            gpu_only="TensorFlow's CPU convolution and pooling kernels support only NHWC "
            "(channels_last)", convolutions_only=True),
     # -- generation (greedy decoding; bf16: the mixed_bfloat16 policy) ----------------------
-    Recipe("eager", "generate() eagerly, token by token from Python", GENERATION),
+    # Protocol 2: exactly new_tokens tokens (before, a stop at the model's end-of-text id).
+    Recipe("eager", "generate() eagerly, token by token from Python", GENERATION,
+           protocol=2),
     Recipe("graph", "generate() inside one tf.function (a graph with a while loop)",
-           GENERATION, compiled=True),
+           GENERATION, compiled=True, protocol=2),
     Recipe("xla", "generate() inside tf.function(jit_compile=True): one XLA program for the "
-           "prompt and every decoding step", GENERATION, compiled=True),
+           "prompt and every decoding step", GENERATION, compiled=True, protocol=2),
 )
