@@ -38,8 +38,9 @@ def changed(spec: dict):
     default = spec.get("default")
     if spec["type"] == "boolean":
         return not default
-    if "enum" in spec:
-        return next(v for v in spec["enum"] if v not in (default, spec.get("x-v1")))
+    if "enum" in spec:  # the v1 value only where it is the only other (`attention`)
+        others = [v for v in spec["enum"] if v != default]
+        return next((v for v in others if v != spec.get("x-v1")), others[0])
     kind = int if spec["type"] == "integer" else float
     for candidate in (default * 2 + 1, default + 1, default / 2, default + 0.5):
         value = kind(candidate)

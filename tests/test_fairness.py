@@ -151,10 +151,11 @@ for attention, models in {settings!r}.items():
     found[attention] = {{}}
     for name in models:
         spec = get_model(name)
-        for recipe in ("eager", "torchscript", "compile"):
+        for recipe in {recipes!r}[attention]:
             optimization = OPTIMIZATIONS[recipe]
-            try:
-                model = ops.build(spec, 0, optimization, attention=attention)
+            try:  # as the inference scenario asks: the setting's, or the recipe's own
+                model = ops.build(spec, 0, optimization,
+                                  attention=optimization.recipe.attention_of(attention))
             except TypeError:  # a dlbench without the attention setting
                 model = ops.build(spec, 0, optimization)
             inputs = ops.inputs(token_ids(spec, 2, 16, 0))
@@ -172,7 +173,7 @@ for attention, models in {settings!r}.items():
                 else:  # the trace happens in prepare(); eager runs here
                     with spy:
                         step = prepare(ops, model, inputs, optimization)
-                        if recipe == "eager":
+                        if recipe.startswith("eager"):
                             step()
                     masks = spy.masks
             found[attention][f"{{name}} {{recipe}}"] = masks
@@ -186,8 +187,10 @@ MASKED_MODELS = ["tiny-bert", "tiny-gpt2", "tiny-distilbert", "tiny-roberta"]
 def attention_work() -> dict:
     """Per attention setting, the SDPA calls of each recipe (and compile's graphs): both
     settings in one process, which pays torch's and transformers' imports once."""
-    return python(ATTENTION.format(settings={"sdpa": MASKED_MODELS,
-                                             "eager": ["tiny-bert", "tiny-gpt2"]}))
+    every = ("eager", "torchscript", "compile")
+    return python(ATTENTION.format(
+        settings={"sdpa": MASKED_MODELS, "eager": ["tiny-bert", "tiny-gpt2"]},
+        recipes={"sdpa": every, "eager": every + ("eager-sdpa", "torchscript-sdpa")}))
 
 
 @pytest.mark.slow
@@ -205,9 +208,16 @@ def test_every_pytorch_recipe_does_the_same_attention_work(attention_work):
 
 @pytest.mark.slow
 def test_eager_attention_applies_the_mask_in_every_recipe_without_sdpa(attention_work):
-    """measurement.attention: eager — the explicit algorithm of the TensorFlow classes."""
+    """measurement.attention: eager — the explicit algorithm of the TensorFlow classes — in
+    every recipe but PyTorch's -sdpa ones, which call SDPA (without a mask) whatever the
+    setting says."""
     found = attention_work["eager"]
-    assert all(masks == [] for key, masks in found.items() if not key.endswith("graphs"))
+    explicit = [key for key in found if not key.endswith(("graphs", "-sdpa"))]
+    assert explicit and all(found[key] == [] for key in explicit)
+    for name in ("tiny-bert", "tiny-gpt2"):
+        for recipe in ("eager-sdpa", "torchscript-sdpa"):
+            masks = found[f"{name} {recipe}"]
+            assert masks and not any(masks), (name, recipe, masks)
 
 
 # -- torch.compile: Inductor's CPU inference settings, graphs and graph breaks -------------

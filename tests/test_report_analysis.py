@@ -17,6 +17,7 @@ from dlbench.report.page import LONG_WORDS, anchor, finish
 from tests.test_analysis import cell, frame
 
 matplotlib.use("Agg")
+import matplotlib.pyplot  # noqa: E402 (after the backend; the test run alone has no pyplot)
 
 
 def timed(framework, optimization, median, *, batch=1, seqlen=8, **extra) -> dict:
@@ -125,6 +126,37 @@ def test_unequal_attention_is_said_beside_the_verdict():
     alike = headline.winners(frame(attention(timed("pytorch", "eager", 10.0), "eager"),
                                    attention(timed("tensorflow", "eager", 12.0), "eager")))
     assert headline.UNEQUAL not in alike["inference"]
+
+
+def test_an_sdpa_recipe_beside_the_explicit_attention_is_not_the_answer():
+    """PyTorch's eager-sdpa is faster, but TensorFlow has the explicit attention only: the
+    answer and the frameworks' comparison set PyTorch's explicit attention against it
+    (nothing unequal to say), and eager-sdpa shows what SDPA pays in its speed-up over
+    PyTorch eager. A run whose PyTorch cells all ran SDPA is compared as it is, and says
+    so."""
+    from dlbench.analysis import ratio
+
+    def attention(row: dict, name: str) -> dict:
+        return {**row, "attention_implementation": name}
+
+    cells = frame(attention(timed("pytorch", "eager", 10.0), "eager"),
+                  attention(timed("pytorch", "eager-sdpa", 6.0), "sdpa"),
+                  attention(timed("tensorflow", "graph", 12.0), "eager"),
+                  attention(timed("tensorflow", "eager", 13.0), "eager"))
+    answer = headline.winners(cells)["inference"].loc[0]
+    assert answer["fastest"] == "PyTorch eager"
+    assert answer[headline.best_of("pytorch")].startswith("eager (fp32): 10")
+    assert headline.UNEQUAL not in answer or "attention" not in answer[headline.UNEQUAL]
+    compared = ratio.against_fastest(cells)
+    assert compared.set_index("framework").loc["pytorch", "optimization"] == "eager"
+    sdpa = cells.set_index("optimization").loc["eager-sdpa"]
+    assert sdpa["speedup"] == pytest.approx(10.0 / 6.0)
+    # The other way: SDPA only in PyTorch, nothing in common.
+    unequal = headline.winners(frame(
+        attention(timed("pytorch", "eager-sdpa", 6.0), "sdpa"),
+        attention(timed("tensorflow", "graph", 12.0), "eager")))["inference"].loc[0]
+    assert unequal["fastest"] == "PyTorch eager-sdpa"
+    assert "⚠ unequal attention: PyTorch sdpa; TensorFlow eager" in unequal[headline.UNEQUAL]
 
 
 def test_the_kind_of_a_recipe_comes_from_its_registry():

@@ -9,8 +9,9 @@ the v1 files into its summary.
 
 The fixture's configs name the protocol their cells were measured with where a later
 default differs from it: `target_ci: 0` (fixed durations, as v1 measured; adaptive stopping
-is the default now). A setting that keeps its v1 value stays off the command line
-(dlbench.plan.settings), so the cells' command lines are those of v1.
+is the default now) and `attention: sdpa` (PyTorch's SDPA, as v1 measured; the explicit
+attention of every framework is the default now). A setting that keeps its v1 value stays
+off the command line (dlbench.plan.settings), so the cells' command lines are those of v1.
 """
 
 import os

@@ -75,8 +75,9 @@ display(HTML(f'<nav id="{CONTENTS_ID}"></nav>'))
 # recipe is *eager* (op by op) or *compiled* (a trace, a graph, Inductor, XLA); where the
 # frameworks' right answers differ in that (one had a compiled recipe, the other eager only),
 # **⚠ unequal** says so beside the verdict: the comparison is then of unlike recipes, not of
-# the frameworks. So does **⚠ unequal attention** where the frameworks ran different
-# attention implementations (PyTorch's SDPA against the explicit attention of the others).
+# the frameworks. The frameworks are compared on the attention they all ran (the explicit
+# one by default; PyTorch's `-sdpa` recipes show what SDPA pays in the speed-ups); where
+# they share none, **⚠ unequal attention** says so beside the verdict.
 
 # %%
 # A cell timed above a physical limit never wins, as a wrong answer never does.
@@ -101,10 +102,10 @@ for scenario, answer in answers.items():
     unequal = int(notes.str.contains("⚠ unequal attention", regex=False).sum())
     if unequal:
         say(f"**⚠ {unequal} of {len(answer)} {title.lower()} answers compare unequal "
-            "attention**: PyTorch's SDPA skips an attention mask of all ones, which the "
-            "explicit attention of the other frameworks applies, so they do not do the same "
-            "work. `measurement: {attention: eager}` runs the explicit attention in PyTorch "
-            "too.")
+            "attention**: PyTorch's SDPA (its fused attention, which skips a mask of all "
+            "ones) against the explicit attention of the other frameworks, not the same "
+            "work. Give PyTorch a recipe without `-sdpa` (`eager`, `torchscript`) under "
+            "`measurement: {attention: eager}`, the default, to compare like with like.")
     if headline.RESTS_ON in answer:
         resting = int(answer[headline.RESTS_ON].ne("").sum())
         say(f"**⚑ {resting} of {len(answer)} {title.lower()} answers rest on flagged "

@@ -11,6 +11,7 @@ import pandas as pd
 
 from dlbench import scenarios as registry
 from dlbench.analysis import rounds
+from dlbench.analysis.attention import same_attention
 from dlbench.analysis.flags import flagged, noisy
 from dlbench.analysis.status import not_applicable
 from dlbench.analysis.summary import axes, of_scenario, scenarios
@@ -159,7 +160,9 @@ def _why_not(row) -> str:
 def _row(scenario: str, group: pd.DataFrame, frameworks: list[str], time: str,
          spread: rounds.Spread | None = None) -> dict:
     """The answer for one model and input size (group: its timed cells, fastest first;
-    time: the column of the fastest's time; spread: its scenario's between rounds)."""
+    time: the column of the fastest's time; spread: its scenario's between rounds), among
+    the cells that ran the attention every framework ran (analysis.attention)."""
+    group = same_attention(group)
     out = disqualified(group)
     right = group[~out]
     if right.empty:

@@ -15,6 +15,7 @@ interval and its tie are those of slower/faster, the reciprocal of faster/slower
 
 import pandas as pd
 
+from dlbench.analysis.attention import same_attention
 from dlbench.analysis.uncertainty import TIE, ratio_interval, verdict
 from dlbench.report.format import framework_name, framework_rank
 
@@ -50,7 +51,7 @@ def against_fastest(timed: pd.DataFrame, recipes: list[str] | None = None) -> pd
         recipe = timed.get("optimization_recipe", timed["optimization"]).fillna(
             timed["optimization"])
         timed = timed[recipe.isin(recipes) | timed["optimization"].isin(recipes)]
-    best = best_per_framework(timed)
+    best = best_per_framework(same_attention(timed, KEYS + ["precision"]))
     index = KEYS + ["precision"]
     best = best[best.groupby(index)["framework"].transform("nunique") > 1]
     if best.empty:

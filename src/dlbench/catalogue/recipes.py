@@ -89,6 +89,9 @@ class Recipe:
     # Multiplies the output by this factor: a deliberately wrong answer (tests only; in
     # generation, any value changes one generated token).
     perturb: float | None = None
+    # transformers' attention implementation the recipe runs whatever
+    # measurement.attention says (PyTorch's `-sdpa` recipes: "sdpa"); None: the setting's.
+    attention: str | None = None
     # -- knobs of training recipes -------------------------------------------------------
     # The recipe changes the layout of convolutions: meaningless without them.
     convolutions_only: bool = False
@@ -108,6 +111,10 @@ class Recipe:
     def kind(self) -> str:
         """'compiled' or 'eager' (see `compiled`)."""
         return COMPILED if self.compiled else EAGER
+
+    def attention_of(self, setting: str) -> str:
+        """The attention implementation a cell of this recipe asks transformers for."""
+        return self.attention or setting
 
     def min_warmup(self, device: str) -> int:
         """The fewest warm-up calls on this device (CUDA graphs record on a GPU)."""

@@ -237,8 +237,10 @@ class Generation(Scenario):
         if memory is not None:
             memory.set_device(backend.memory_counters())
         try:
-            model = ops.build(spec, settings["seed"], optimization, weights)
-            attention = ops.attention(model)
+            # The setting's attention, or the recipe's own (PyTorch's -sdpa recipes).
+            asked = optimization.recipe.attention_of(settings.get("attention", "sdpa"))
+            model = ops.build(spec, settings["seed"], optimization, weights, attention=asked)
+            attention = {"setting": asked, **ops.attention(model)}
             prompt_inputs = ops.inputs(ids)
             start = time.perf_counter()
             decoder = ops.decoder(model, prompt_inputs, new, optimization)
@@ -343,7 +345,8 @@ class Generation(Scenario):
                 "description": "transformers' attention implementation that ran (the answer "
                                "says where the frameworks' differ)",
                 "required": ["implementation"],
-                "properties": {"implementation": {"type": "string"},
+                "properties": {"setting": {"enum": ["sdpa", "eager"]},
+                               "implementation": {"type": "string"},
                                "implementation_of": {"type": "string"}},
             },
             "correctness": {

@@ -48,9 +48,11 @@ class GenerationOps(Protocol):
     head (dlbench.scenarios.generation)."""
 
     def build(self, spec: "ModelSpec", seed: int, optimization: "Optimization",
-              weights: Path | None = None) -> Any:
+              weights: Path | None = None, attention: str = "sdpa") -> Any:
         """The model with its language-model head (tied to the word embeddings) on the
-        device, in the cell's precision: the shared weights if given, else seeded."""
+        device, in the cell's precision: the shared weights if given, else seeded;
+        `attention`: transformers' implementation where the framework has several
+        (PyTorch: sdpa or eager; the others have the explicit one only)."""
         ...
 
     def inputs(self, token_ids: "np.ndarray") -> dict:

@@ -219,12 +219,14 @@ class Inference(Scenario):
         memory = clock.memory
         if memory is not None:
             memory.set_device(backend.memory_counters())
+        # The setting's attention, or the recipe's own (PyTorch's -sdpa recipes).
+        attention_asked = optimization.recipe.attention_of(settings.get("attention", "sdpa"))
         try:
             model, reused = _GroupModel.get(
                 (cell.framework, cell.model, cell.device, cell.optimization, weights,
-                 settings["seed"], settings.get("attention", "sdpa")),
+                 settings["seed"], attention_asked),
                 lambda: ops.build(spec, settings["seed"], optimization, weights,
-                                  attention=settings.get("attention", "sdpa")))
+                                  attention=attention_asked))
             model_inputs = ops.inputs(ids)
             ops.same_attention_work(model, model_inputs)
             start = time.perf_counter()
@@ -254,7 +256,7 @@ class Inference(Scenario):
         return {
             "optimization": {**optimization.describe(cell.device),
                              "description": optimization.description},
-            "attention": {"setting": settings.get("attention", "sdpa"), **attention},
+            "attention": {"setting": attention_asked, **attention},
             "timing": {"prepare_s": prepare_s, "compile_s": compile_s, **timing},
             "throughput": throughput(cell, timing["median_ms"]),
             "correctness": correctness,

@@ -71,7 +71,7 @@ class JaxGeneration:
         self._layer_class = None
 
     def build(self, spec: ModelSpec, seed: int, optimization: Optimization,
-              weights: Path | None = None) -> Model:
+              weights: Path | None = None, attention: str = "sdpa") -> Model:
         """The causal LM on the device: PyTorch's shared weights of the base model (the
         head is tied to the word embeddings) if given, else random from the seed."""
         config = getattr(transformers, spec.classes.config_class)(**spec.params)

@@ -50,11 +50,14 @@ class PyTorchGeneration:
         self._counts: list[dict] = []  # the compiler's counts after the first calls
 
     def build(self, spec: ModelSpec, seed: int, optimization: Optimization,
-              weights: Path | None = None) -> torch.nn.Module:
+              weights: Path | None = None, attention: str = "sdpa") -> torch.nn.Module:
         """The causal LM on the device in the cell's dtype: the base model's shared
-        weights (the head is tied to the word embeddings), else random from the seed."""
+        weights (the head is tied to the word embeddings), else random from the seed;
+        `attention`: transformers' implementation (sdpa where the model has one, or eager)."""
         config = getattr(transformers, spec.classes.config_class)(**spec.params)
         model_class = getattr(transformers, LM_CLASSES[spec.family])
+        if attention == "eager" or getattr(model_class, "_supports_sdpa", False):
+            config._attn_implementation = attention
         if weights is None:
             torch.manual_seed(seed)
             model = model_class(config)
@@ -76,7 +79,8 @@ class PyTorchGeneration:
 
     def decoder(self, model: torch.nn.Module, inputs: dict, new_tokens: int,
                 optimization: Optimization) -> Decoder:
-        recipe = optimization.recipe.name
+        # The -sdpa recipes decode as their namesakes: the model was built with SDPA.
+        recipe = optimization.recipe.name.removesuffix("-sdpa")
         stamps = _Stamps(self.backend.synchronize)
         options = dict(do_sample=False, num_beams=1, max_new_tokens=new_tokens,
                        min_new_tokens=new_tokens, eos_token_id=None,

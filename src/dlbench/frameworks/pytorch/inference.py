@@ -58,6 +58,10 @@ class PyTorchInference:
             "compile": self._compile,
             "compile-max-autotune": self._compile,
             "compile-reduce-overhead": self._compile,
+            # The same steps with SDPA: the model was built with it (recipe.attention).
+            "eager-sdpa": self._eager,
+            "torchscript-sdpa": self._torchscript,
+            "compile-sdpa": self._compile,
         }
 
     # -- model and inputs ----------------------------------------------------------------

@@ -39,6 +39,17 @@ RECIPES = (
            INFERENCE, compiled=True, protocol=_SAME_ATTENTION, compile_mode="reduce-overhead",
            gpu_only="CUDA graphs (torch.compile mode reduce-overhead) need a GPU",
            gpu_graph_warmup=2),
+    # SDPA (torch.nn.functional.scaled_dot_product_attention, fused) in place of the
+    # explicit attention that every framework runs by default (measurement.attention):
+    # what SDPA pays shows in their speed-ups over eager; the answer compares the same
+    # attention in every framework (dlbench.analysis.headline.same_attention).
+    Recipe("eager-sdpa", "PyTorch eager with SDPA, transformers' fused attention",
+           INFERENCE, protocol=_SAME_ATTENTION, attention="sdpa"),
+    Recipe("torchscript-sdpa", "torch.jit.trace of the model with SDPA", INFERENCE,
+           compiled=True, protocol=_SAME_ATTENTION, attention="sdpa"),
+    Recipe("compile-sdpa", "torch.compile, default mode, with SDPA (Inductor; on the CPU "
+           "with frozen weights)", INFERENCE, compiled=True, protocol=_SAME_ATTENTION,
+           compile_mode="default", inductor_cpu=_INDUCTOR_CPU, attention="sdpa"),
     # -- training (the CNN's and a transformer's step) ---------------------------------------
     EAGER_TRAINING,
     Recipe("channels-last", "model and batches in channels_last (NHWC) memory format",
@@ -62,4 +73,11 @@ RECIPES = (
     Recipe("compile", "static key-value cache and torch.compile of the model's forward (the "
            "decoding step), as transformers' docs recommend", GENERATION, compiled=True,
            compile_mode="default"),
+    # The same with SDPA in place of the explicit attention (see inference's).
+    Recipe("eager-sdpa", "generate() op by op with the dynamic key-value cache and SDPA",
+           GENERATION, attention="sdpa"),
+    Recipe("static-cache-sdpa", "generate() with a static key-value cache and SDPA, not "
+           "compiled", GENERATION, attention="sdpa"),
+    Recipe("compile-sdpa", "static key-value cache and torch.compile of the model's forward, "
+           "with SDPA", GENERATION, compiled=True, compile_mode="default", attention="sdpa"),
 )

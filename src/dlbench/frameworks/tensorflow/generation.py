@@ -71,7 +71,7 @@ class TensorFlowGeneration:
         self._start: int | None = None  # where the new tokens start in the padded output
 
     def build(self, spec: ModelSpec, seed: int, optimization: Optimization,
-              weights: Path | None = None):
+              weights: Path | None = None, attention: str = "sdpa"):
         """The causal LM on the device: PyTorch's shared weights of the base model (the
         head is tied to the word embeddings) if given, else random."""
         tf.keras.mixed_precision.set_global_policy(
