@@ -5,6 +5,7 @@ import math
 
 import matplotlib
 import pandas as pd
+import pytest
 
 from dlbench.analysis import generation
 
@@ -65,6 +66,29 @@ def test_tokens_per_second_have_their_intervals():
     assert (rates["low"] < rates["tokens_per_s"]).all()
     assert (rates["tokens_per_s"] < rates["high"]).all()
     assert generation.plot_tokens_per_s(rates) is not None
+
+
+@pytest.mark.parametrize("batches", [[1], [1, 2, 4]])
+def test_tokens_per_second_against_batch_size_reads_in_plain_numbers(batches):
+    """The report turns mathtext off (dlbench.report.display: a record's text is shown as
+    text), so matplotlib's own log-axis labels read `$\\mathdefault{2^{0}}$` there: the
+    batch sizes are the ticks, in plain numbers."""
+    import matplotlib.pyplot as plt
+
+    import dlbench.report.display  # noqa: F401 (the report's settings)
+
+    assert plt.rcParams["text.parse_math"] is False
+    rates = pd.DataFrame([{"model": "gpt2", "seqlen": 8, "framework": "pytorch",
+                           "optimization": "eager", "batch": b, "tokens_per_s": 10.0 * b,
+                           "low": 9.0 * b, "high": 11.0 * b} for b in batches])
+    figure = generation.plot_tokens_per_s(rates)
+    figure.canvas.draw()
+    axis = figure.axes[0]
+    assert [t.get_text() for t in axis.get_xticklabels()] == [str(b) for b in batches]
+    labels = [t.get_text() for t in axis.get_xticklabels(minor=True)
+              + axis.get_yticklabels()]
+    assert not [text for text in labels if "$" in text or "mathdefault" in text]
+    plt.close(figure)
 
 
 def test_the_token_check_names_the_divergence():

@@ -172,6 +172,8 @@ def plot_tokens_per_s(frame: pd.DataFrame):
     and optimization, one panel per model and prompt length (None without cells)."""
     import matplotlib.pyplot as plt
 
+    from dlbench.analysis.plots import log2_axis
+
     if frame.empty:
         return None
     panels = list(frame.groupby(["model", "seqlen"], sort=False))
@@ -184,7 +186,7 @@ def plot_tokens_per_s(frame: pd.DataFrame):
             high = (line["high"] - line["tokens_per_s"]).clip(lower=0).fillna(0)
             ax.errorbar(line["batch"], line["tokens_per_s"], yerr=[low, high], marker="o",
                         capsize=3, label=f"{framework} {optimization}")
-        ax.set_xscale("log", base=2)
+        log2_axis(ax, sorted(int(b) for b in panel["batch"].unique()))
         ax.set_xlabel("batch size")
         ax.set_ylabel("generated tokens/s")
         ax.set_title(f"{model}, prompt {seqlen}")

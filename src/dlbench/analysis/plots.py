@@ -41,6 +41,16 @@ _DASHES = [(), (4, 1.5), (1, 1), (3, 1.25, 1.5, 1.25), (5, 1, 1, 1),
 _LINE = {"markersize": 8, "markeredgewidth": 0.75, "markeredgecolor": "w"}
 
 
+def log2_axis(ax: Axes, values) -> None:
+    """A log2 x axis ticked at `values` in plain numbers (1, 2, 1,024): the report turns
+    matplotlib's mathtext off (record text is shown as text), so its own 2^x labels would
+    read `$\\mathdefault{2^{0}}$`."""
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(values, [f"{v:,}" for v in values])
+    ax.minorticks_off()
+    ax.grid(True, alpha=0.3)
+
+
 def despine(ax: Axes) -> None:
     """No frame above and to the right of the plot."""
     ax.spines[["top", "right"]].set_visible(False)

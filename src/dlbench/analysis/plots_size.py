@@ -7,6 +7,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from dlbench.analysis.memory import label
+from dlbench.analysis.plots import log2_axis
 from dlbench.analysis.scaling import series
 
 PANEL = (5.0, 3.4)  # inches per panel
@@ -26,13 +27,6 @@ def _finish(figure: Figure, axes) -> None:
             labels[text] = text
     figure.legend(list(handles.values()), list(labels), loc="center right", frameon=False)
     figure.tight_layout(rect=(0, 0, 1 - 2.2 / figure.get_figwidth(), 1))
-
-
-def _log2_axis(ax, values) -> None:
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(values, [f"{v:,}" for v in values])
-    ax.minorticks_off()
-    ax.grid(True, alpha=0.3)
 
 
 def memory_vs_size(cells: pd.DataFrame, figure: Figure, column: str = "steady_peak_mb",
@@ -55,7 +49,7 @@ def memory_vs_size(cells: pd.DataFrame, figure: Figure, column: str = "steady_pe
             ax.scatter(oom["tokens"], np.full(len(oom), top * 1.1), marker="x", color="red",
                        s=60, label="out of memory", clip_on=False)
             ax.set_ylim(top=top * 1.2)
-        _log2_axis(ax, sorted(panel["tokens"].unique()))
+        log2_axis(ax, sorted(panel["tokens"].unique()))
         ax.set_ylim(bottom=0)
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
         ax.set_title(model)
@@ -82,7 +76,7 @@ def throughput_vs_size(points: pd.DataFrame, figure: Figure) -> Figure:
                                     data[f"{unit}_s_high"] - value]).clip(min=0)
                 ax.errorbar(data[axis], value, yerr=np.nan_to_num(errors), marker="o",
                             capsize=3, label=line)
-            _log2_axis(ax, sorted(shown[axis].unique()))
+            log2_axis(ax, sorted(shown[axis].unique()))
             ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
             fixed = f", {'length' if other == 'seqlen' else 'batch'} {held}" if held else ""
             ax.set_title(f"{model}{fixed}")
