@@ -497,6 +497,22 @@ def test_wrong_answers_do_not_count_in_the_overview():
     assert row["speed-up over eager"] == "— (every speed-up came with a wrong answer)"
 
 
+def test_cells_above_a_ceiling_do_not_count_in_the_overview():
+    """A torchscript cell 10× faster than eager but above its ceiling (the machine's peak
+    or its framework's own GEMM: efficiency.with_ceilings) is a measurement problem: its
+    speed-up is left out and counted apart, as a wrong answer's is."""
+    rows = frame(cell(median=10.0), cell(optimization="fast", median=1.0),
+                 cell(median=10.0, seqlen=16), cell(optimization="fast", median=5.0, seqlen=16))
+    assert "above a ceiling" not in " ".join(speedup.overview(rows, False).table.columns)
+    rows["above_ceiling"] = rows["optimization"].eq("fast") & rows["seqlen"].eq(8)
+    row = speedup.overview(rows, False).table.set_index("optimization").loc["fast"]
+    assert row["speed-up over eager"] == "2.00× (2.00–2.00)"  # not the impossible 10×
+    assert row[speedup.ABOVE] == 1 and row["wrong answers left out"] == "0"
+    rows["above_ceiling"] = rows["optimization"].eq("fast")
+    row = speedup.overview(rows, False).table.set_index("optimization").loc["fast"]
+    assert row["speed-up over eager"] == "— (every speed-up was above a ceiling or wrong)"
+
+
 def test_overview_averages_over_the_cells_every_optimization_measured():
     """compile ran out of memory at length 16: every row's average is over length 8 only,
     and the table says which cells were left out and why."""

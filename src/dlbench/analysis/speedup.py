@@ -81,10 +81,23 @@ def verdict(cells: pd.DataFrame) -> str:
     return f"✓ all {len(checked)} within tolerance"
 
 
+ABOVE = "above a ceiling, left out"
+
+
+def above_ceiling(frame: pd.DataFrame) -> pd.Series:
+    """The cells timed above the machine's peak or their framework's own matrix product
+    (`above_ceiling`, dlbench.analysis.efficiency.with_ceilings; False where not known)."""
+    if "above_ceiling" not in frame:
+        return pd.Series(False, index=frame.index)
+    return frame["above_ceiling"].fillna(False).astype(bool)
+
+
 def valid_speedup(frame: pd.DataFrame) -> pd.Series:
-    """Whether each cell's speed-up counts: timed, with an eager baseline, and a right (or
-    unchecked) answer. A speed-up that came with a wrong answer does not count."""
-    return frame["timed"] & frame["speedup"].notna() & ~frame["wrong_answer"]
+    """Whether each cell's speed-up counts: timed, with an eager baseline, a right (or
+    unchecked) answer and a time below its ceilings. A speed-up that came with a wrong
+    answer, or faster than the machine can be, does not count."""
+    return (frame["timed"] & frame["speedup"].notna() & ~frame["wrong_answer"]
+            & ~above_ceiling(frame))
 
 
 @dataclass
@@ -147,6 +160,8 @@ def overview(frame: pd.DataFrame, several_devices: bool) -> Overview:
             rows.append(row)
             continue
         wrong = int((timed["wrong_answer"] & timed["speedup"].notna()).sum())
+        above = int((above_ceiling(timed) & ~timed["wrong_answer"]
+                     & timed["speedup"].notna()).sum())
         shared = common.get(device, set())
         in_common = pd.Series([tuple(size) in shared for size in timed[SIZES].to_numpy()],
                               index=timed.index, dtype=bool)
@@ -155,7 +170,8 @@ def overview(frame: pd.DataFrame, several_devices: bool) -> Overview:
         if optimization == "eager":
             speedup = "1 (the baseline)"
         elif ratios.empty and not valid_speedup(timed).any():
-            speedup = ("— (every speed-up came with a wrong answer)" if wrong
+            speedup = ("— (every speed-up came with a wrong answer)" if wrong and not above
+                       else "— (every speed-up was above a ceiling or wrong)" if above
                        else "— (no eager baseline)")
         elif ratios.empty:
             speedup = "— (no cell that every optimization measured)"
@@ -166,6 +182,7 @@ def overview(frame: pd.DataFrame, several_devices: bool) -> Overview:
             "speed-up over eager": speedup,
             "averaged over": "" if optimization == "eager" else f"{len(ratios)} cells",
             "wrong answers left out": wrong,
+            ABOVE: above,
             "compile time (s)": fmt_s(timed["compile_s"].median()),
             "max rel error": fmt_error(timed["correctness_max_rel_error"].max()),
             "tolerance": fmt_error(timed["correctness_tolerance"].max()),
@@ -173,6 +190,8 @@ def overview(frame: pd.DataFrame, several_devices: bool) -> Overview:
         })
         rows.append(row)
     table = pd.DataFrame(rows).astype(object).fillna("")  # blanks in numeric columns too
+    if ABOVE in table and not table[ABOVE].replace("", 0).astype(int).any():
+        table = table.drop(columns=ABOVE)  # said only where a cell was
     if "wrong answers left out" in table:
         table["wrong answers left out"] = table["wrong answers left out"].map(
             lambda n: "" if n == "" else (f"✗ {int(n)}" if n else "0"))
