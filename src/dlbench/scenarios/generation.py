@@ -49,8 +49,15 @@ if TYPE_CHECKING:
 # The registry's families whose models are decoders (a causal language model to generate
 # with): the others' cells are unsupported, with the reason.
 DECODER_FAMILIES = ("gpt2",)
-# How the time per output token was measured (the record's `generation.per_token_method`).
+# How the time per output token was measured (the record's `generation.per_token_method`:
+# `steps` in results from before FIRST_TOKEN, which every framework now measures alike).
 STEPS, WHOLE_MINUS_FIRST = "steps", "whole_minus_first"
+# The time to the first token (`generation.first_token_method`), in every framework and
+# recipe: generate()'s first step as a call of its own, through the recipe's (compiled)
+# model — the prompt's forward pass with the key-value cache generate gives it and the
+# greedy choice of the first token.
+FIRST_TOKEN = ("generate()'s first step timed on its own: the prompt's forward pass with "
+               "generate's key-value cache, and the greedy choice")
 # Warm-up generations of a compiled recipe, whatever measurement.warmup_iterations says:
 # torch.compile with a static cache compiled once more at the second generation (tiny-gpt2,
 # torch 2.13, transformers 4.57), which must land in the warm-up, not in the timed loop.
@@ -256,25 +263,25 @@ class Generation(Scenario):
             generated = ops.new_ids(output, prompt)
             del output
             timed = recorder.calls[len(recorder.calls) - timing["iterations"]:]
+            traces = decoder.traces() if decoder.traces else None
+            compilation = ops.compilation()  # the generation's own, before its first step's
+            # The time to the first token, one definition in every framework and recipe:
+            # generate's first step timed on its own (FIRST_TOKEN); the time per output
+            # token, (whole − first) / (new − 1). Decoding steps' stamps, where the
+            # framework exposes them, stay beside it (per_position_ms, `steps`).
+            first = steady_state(decoder.first, backend.synchronize, settings, _NoClock())
+            section = {"per_token_method": WHOLE_MINUS_FIRST, "first_token_method": FIRST_TOKEN,
+                       "first_token": {**summarize(first["samples_ms"]),
+                                       "samples_ms": first["samples_ms"],
+                                       "cold_start_s": first["cold_start_s"]},
+                       **per_token_from_whole(timing["samples_ms"], first["median_ms"], new),
+                       "per_position_ms": None, "per_position_p90_ms": None, "steps": None}
             if decoder.stamps is not None:
                 steps = step_times(timed)
-                section = {"per_token_method": STEPS,
-                           "first_token": steps["first"], "per_token": steps["per_token"],
-                           "per_token_ms": steps["per_token"]["median_ms"],
-                           "per_position_ms": steps["per_position_ms"],
-                           "per_position_p90_ms": steps["per_position_p90_ms"]}
-            else:  # one compiled call: the first token by a one-token generation
-                first = steady_state(decoder.first, backend.synchronize, settings,
-                                     _NoClock())
-                section = {"per_token_method": WHOLE_MINUS_FIRST,
-                           "first_token": {**summarize(first["samples_ms"]),
-                                           "samples_ms": first["samples_ms"],
-                                           "cold_start_s": first["cold_start_s"]},
-                           **per_token_from_whole(timing["samples_ms"], first["median_ms"],
-                                                  new),
-                           "per_position_ms": None, "per_position_p90_ms": None}
-            traces = decoder.traces() if decoder.traces else None
-            compilation = ops.compilation()
+                section |= {"per_position_ms": steps["per_position_ms"],
+                            "per_position_p90_ms": steps["per_position_p90_ms"],
+                            "steps": {"first_token_ms": steps["first"]["median_ms"],
+                                      "per_token_ms": steps["per_token"]["median_ms"]}}
             other = other_prompt(decoder, ops, spec, batch, prompt, new, settings["seed"],
                                  backend.synchronize)
         finally:
@@ -375,6 +382,14 @@ class Generation(Scenario):
                 "properties": {
                     "how": {"type": "string"},
                     "per_token_method": {"enum": [STEPS, WHOLE_MINUS_FIRST]},
+                    "first_token_method": {"type": "string"},
+                    "steps": {
+                        "type": ["object", "null"],
+                        "description": "where the framework exposes its decoding steps: "
+                                       "the first token and the mean step inside the "
+                                       "whole generation, from their stamps",
+                        "properties": {"first_token_ms": {"type": "number"},
+                                       "per_token_ms": {"type": "number"}}},
                     "first_token": stats, "per_token": stats,
                     "first_token_ms": {"type": "number", "exclusiveMinimum": 0},
                     # null: the whole generation minus its first token, timed apart,

@@ -22,16 +22,17 @@ class Decoder:
     """A recipe's greedy generation of a fixed number of new tokens, ready to time.
 
     `call` generates once (compilation happens at its first call) and returns the
-    framework's ids. Where the framework exposes each decoding step, `stamps` returns the
-    host times (time.perf_counter, after the device's synchronization) at which the last
-    call's steps had their logits, one per new token; where generation is one compiled
-    call, `stamps` is None and `first` generates one new token alone (the same recipe), so
-    that the first token can be timed apart from the rest."""
+    framework's ids. `first` is generate()'s first step as a call of its own, through the
+    same recipe (compiled alike): the prompt's forward pass with the key-value cache
+    generate gives it, and the greedy choice — the time to the first token, defined alike
+    in every framework. Where the framework exposes each decoding step, `stamps` returns
+    the host times (time.perf_counter, after the device's synchronization) at which the
+    last call's steps had their logits, one per new token (None elsewhere)."""
 
     call: Callable[[], Any]
     how: str
+    first: Callable[[], Any]
     stamps: Callable[[], list[float]] | None = None
-    first: Callable[[], Any] | None = None
     # How many times the recipe's function was traced so far (None: not traced).
     traces: Callable[[], int] | None = None
     # Generate once with other prompt inputs (ops.inputs of other ids) through the same

@@ -21,12 +21,13 @@ several = several_devices(df)
 # A decoder of the registry with its language-model head (tied to the word embeddings), the
 # same seeded weights and the same seeded prompt in every framework, generates a fixed number
 # of new tokens greedily (no stop at the end-of-text token). One timed iteration is one whole
-# generation; the first call (compilation, tracing) is timed apart. **Time to first token**:
-# the prompt's forward pass and the first token. **Time per output token**: where the
-# framework runs the decoding loop step by step (PyTorch, TensorFlow eager), each step is
-# timestamped and the figure below shows it by position; where generation is one compiled
-# call (TensorFlow graph and XLA, JAX jit), the first token is timed by the prompt's forward
-# pass compiled alike and the time per token is (whole − first token) / (new tokens − 1).
+# generation; the first call (compilation, tracing) is timed apart. **Time to first token**,
+# one definition in every framework and recipe: generate()'s first step timed on its own,
+# through the recipe's model compiled alike — the prompt's forward pass with the key-value
+# cache generate gives it, and the greedy choice. **Time per output token**: (whole − first
+# token) / (new tokens − 1). Where the framework runs the decoding loop step by step
+# (PyTorch, TensorFlow eager), each step is also timestamped and the figure below shows it
+# by position.
 # **Token for token**: in fp32 every generated id must equal PyTorch eager fp32's; a cell
 # that diverged is a wrong answer (✗), its speed does not count. In bf16, greedy decoding may
 # take another token where two logits are within rounding: the share of equal tokens and the

@@ -111,21 +111,20 @@ class JaxGeneration:
             return flax_model.generate(input_ids, attention_mask=attention_mask,
                                        params=params, **options).sequences
 
+        # generate()'s first step as a program of its own: the prompt's forward pass with
+        # the cache generate gives it (sized for the whole generation) and the greedy choice.
         @jax.jit
         def first(params, input_ids, attention_mask):
-            batch, length = input_ids.shape
-            cache = flax_model.init_cache(batch, length)
-            positions = jnp.broadcast_to(jnp.arange(length)[None, :], (batch, length))
-            out = flax_model(input_ids, attention_mask=attention_mask, params=params,
-                             position_ids=positions, past_key_values=cache)
+            step = flax_model.prepare_inputs_for_generation(
+                input_ids, input_ids.shape[1] + new_tokens, attention_mask=attention_mask)
+            out = flax_model(input_ids, params=params, **step)
             return jnp.argmax(out.logits[:, -1], axis=-1), out.past_key_values
 
         self._jitted = whole
         return Decoder(
             call=lambda: hold(whole(model.params, **inputs)),
             first=lambda: hold(first(model.params, **inputs)),
-            how="generate() under jax.jit: one XLA program; the first token: the prompt's "
-                "forward pass (with its cache) and argmax, jitted alike",
+            how="generate() under jax.jit: one XLA program",
             traces=whole._cache_size,
             call_with=lambda other: hold(whole(model.params, **other)),
             compilations=whole._cache_size,

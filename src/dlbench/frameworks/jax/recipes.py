@@ -17,7 +17,8 @@ RECIPES = (
            TRAINING, compiled=True),
     # -- generation ---------------------------------------------------------------------------
     # Only jit: Flax's generate() op by op re-traces its jitted helpers at every step.
-    # Protocol 2: exactly new_tokens tokens (before, padding after the end-of-text id).
+    # Protocol 2: exactly new_tokens tokens (before, padding after the end-of-text id); the
+    # first token timed as generate's first step, its cache sized for the whole generation.
     Recipe("jit", "generate() of the Flax model under jax.jit, weights as arguments: one XLA "
            "program for the prompt and every decoding step (bf16: the Flax modules' "
            "computation dtype, weights float32)", GENERATION, compiled=True, protocol=2),

@@ -115,9 +115,33 @@ class PyTorchGeneration:
                 self._counts.append(dynamo.compilation())
             return output
 
+        static = "cache_implementation" in options
+
+        def first():
+            """generate()'s first step as a call of its own: the prompt's forward pass with
+            the cache generate gives it (a fresh dynamic cache, or its static cache, sized
+            for the whole generation, reset), through the same (compiled) forward, and the
+            greedy choice."""
+            ids = inputs["input_ids"]
+            with torch.inference_mode():
+                if static and getattr(model, "_cache", None) is None:
+                    generate(inputs)  # generate makes its static cache
+                if static:
+                    cache = model._cache
+                    cache.reset()
+                else:
+                    cache = transformers.DynamicCache(
+                        config=model.config.get_text_config(decoder=True))
+                step = model.prepare_inputs_for_generation(
+                    ids, past_key_values=cache, attention_mask=inputs["attention_mask"],
+                    cache_position=torch.arange(ids.shape[1], device=ids.device),
+                    use_cache=True)
+                return model(**step, return_dict=True).logits[:, -1].argmax(-1)
+
         if recipe != "compile":
-            return Decoder(call=call, how=how, stamps=lambda: list(stamps.times))
-        return Decoder(call=call, how=how, stamps=lambda: list(stamps.times),
+            return Decoder(call=call, how=how, stamps=lambda: list(stamps.times),
+                           first=first)
+        return Decoder(call=call, how=how, stamps=lambda: list(stamps.times), first=first,
                        call_with=generate,
                        compilations=lambda: dynamo.compilation()["graphs"],
                        counted="graphs compiled by torch.compile (dynamo's unique_graphs)")

@@ -106,6 +106,17 @@ class TensorFlowGeneration:
                         pad_token_id=model.config.eos_token_id)
 
         device = self.backend.device_name
+
+        def first_step(input_ids, attention_mask):
+            """generate()'s first step on its own: the prompt's forward pass with its
+            key-value cache (generate's XLA path pads it for the whole generation after this
+            pass) and the greedy choice. (generate() cannot make one token under
+            tf.function in transformers 4.57: a negative padding.)"""
+            step = model.prepare_inputs_for_generation(
+                input_ids, attention_mask=attention_mask, use_cache=True)
+            out = model(**step, training=False)
+            return tf.argmax(out.logits[:, -1], axis=-1), out.past_key_values
+
         if recipe == "eager":
             stamps = _Stamps()
             processors = transformers.TFLogitsProcessorList([stamps])
@@ -116,8 +127,12 @@ class TensorFlowGeneration:
                     return model.generate(**inputs, logits_processor=processors,
                                           **options(new_tokens))
 
+            def first():
+                with tf.device(device):
+                    return first_step(**inputs)
+
             return Decoder(call=call, how="generate(), greedy, eagerly from Python",
-                           stamps=lambda: list(stamps.times))
+                           stamps=lambda: list(stamps.times), first=first)
         jit = recipe == "xla"
         multiple = self.pad_to_multiple_of if jit else None
         pad_id = model.config.eos_token_id or 0
@@ -137,16 +152,7 @@ class TensorFlowGeneration:
             return model.generate(input_ids=input_ids, attention_mask=attention_mask,
                                   **options(new_tokens))
 
-        # The first token alone (generate() cannot make one token under tf.function in
-        # transformers 4.57): the prompt's forward pass with its key-value cache and the
-        # greedy choice, under the same compilation.
-        @tf.function(jit_compile=jit)
-        def first(input_ids, attention_mask):
-            # each token's position from the mask, as generate does (left padding)
-            positions = tf.math.cumsum(attention_mask, axis=-1, exclusive=True)
-            out = model(input_ids=input_ids, attention_mask=attention_mask,
-                        position_ids=positions, use_cache=True, training=False)
-            return tf.argmax(out.logits[:, -1], axis=-1), out.past_key_values
+        first = tf.function(first_step, jit_compile=jit)  # compiled as the whole is
 
         def run(function):
             def call():
@@ -157,9 +163,7 @@ class TensorFlowGeneration:
         how = ("generate() inside tf.function(jit_compile=True): one XLA program"
                if jit else "generate() inside one tf.function graph") + (
             f"; the prompt left-padded (masked) to a multiple of {multiple} tokens"
-            if multiple else "") + (
-            "; the first token: the prompt's forward pass (with its cache) and argmax, "
-            "compiled alike")
+            if multiple else "")
         def call_with(other):
             other = pad(other)
             with tf.device(device):

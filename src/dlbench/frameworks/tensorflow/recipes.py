@@ -28,7 +28,8 @@ RECIPES = (
            gpu_only="TensorFlow's CPU convolution and pooling kernels support only NHWC "
            "(channels_last)", convolutions_only=True),
     # -- generation (greedy decoding; bf16: the mixed_bfloat16 policy) ----------------------
-    # Protocol 2: exactly new_tokens tokens (before, a stop at the model's end-of-text id).
+    # Protocol 2: exactly new_tokens tokens (before, a stop at the model's end-of-text id);
+    # the first token timed as generate's first step, alike in every framework.
     Recipe("eager", "generate() eagerly, token by token from Python", GENERATION,
            protocol=2),
     Recipe("graph", "generate() inside one tf.function (a graph with a while loop)",
