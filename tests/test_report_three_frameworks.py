@@ -77,6 +77,22 @@ def test_the_answer_and_the_ratios_show_every_framework(rendered):
     assert f"legend: framework, PyTorch, TensorFlow, {JAX}" in latency
 
 
+@pytest.mark.slow  # a browser
+def test_the_answer_fits_a_laptop_window_with_three_frameworks(tmp_path, rendered, chromium):
+    """The answer's three '<framework>'s best' columns and every other table fit a 1300-px
+    window: none runs off the page or needs a sideways scroll (tests/test_report_browser)."""
+    from tests.conftest import headless_chrome
+    from tests.test_report_browser import cut_off
+
+    _, html = rendered
+    page = tmp_path / "report.html"
+    page.write_text(html)
+    with headless_chrome(chromium) as driver:
+        driver.get(page.as_uri())
+        wide = cut_off(driver)
+    assert wide == []
+
+
 def test_the_gpu_and_mixed_precision_sections_describe_every_framework(rendered):
     """Their prose comes from the registry: one item per framework, in its order, in both
     sections (they named PyTorch and TensorFlow only)."""
