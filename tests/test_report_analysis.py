@@ -151,6 +151,14 @@ def test_an_sdpa_recipe_beside_the_explicit_attention_is_not_the_answer():
     assert compared.set_index("framework").loc["pytorch", "optimization"] == "eager"
     sdpa = cells.set_index("optimization").loc["eager-sdpa"]
     assert sdpa["speedup"] == pytest.approx(10.0 / 6.0)
+    # PyTorch's explicit attention wrong, its SDPA right: the common attention is the
+    # right answers' — none — so PyTorch's SDPA competes, and the answer says so.
+    wrong_explicit = headline.winners(frame(
+        attention(timed("pytorch", "eager", 10.0, within=False), "eager"),
+        attention(timed("pytorch", "eager-sdpa", 6.0), "sdpa"),
+        attention(timed("tensorflow", "graph", 12.0), "eager")))["inference"].loc[0]
+    assert wrong_explicit["fastest"] == "PyTorch eager-sdpa"
+    assert "⚠ unequal attention" in wrong_explicit[headline.UNEQUAL]
     # The other way: SDPA only in PyTorch, nothing in common.
     unequal = headline.winners(frame(
         attention(timed("pytorch", "eager-sdpa", 6.0), "sdpa"),

@@ -162,7 +162,9 @@ def _row(scenario: str, group: pd.DataFrame, frameworks: list[str], time: str,
     """The answer for one model and input size (group: its timed cells, fastest first;
     time: the column of the fastest's time; spread: its scenario's between rounds), among
     the cells that ran the attention every framework ran (analysis.attention)."""
-    group = same_attention(group)
+    # The common attention is the right answers' (a wrong cell decides nothing).
+    right_of_common = same_attention(group[~disqualified(group)])
+    group = group[group.index.isin(right_of_common.index) | disqualified(group)]
     out = disqualified(group)
     right = group[~out]
     if right.empty:

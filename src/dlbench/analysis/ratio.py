@@ -51,7 +51,10 @@ def against_fastest(timed: pd.DataFrame, recipes: list[str] | None = None) -> pd
         recipe = timed.get("optimization_recipe", timed["optimization"]).fillna(
             timed["optimization"])
         timed = timed[recipe.isin(recipes) | timed["optimization"].isin(recipes)]
-    best = best_per_framework(same_attention(timed, KEYS + ["precision"]))
+    # The attention every framework ran among its right answers (a wrong cell decides
+    # nothing, and is no contender anyway).
+    best = best_per_framework(same_attention(timed[~timed["wrong_answer"]],
+                                             KEYS + ["precision"]))
     index = KEYS + ["precision"]
     best = best[best.groupby(index)["framework"].transform("nunique") > 1]
     if best.empty:

@@ -48,13 +48,12 @@ if len(scenarios(everything)) > 1:
 #   the Flax modules' computation dtype):
 #   the same name is not the same arithmetic, and the ops are listed below.
 # - **The same algorithm, where it can be.** Every framework runs transformers'
-#   implementations of each model, not the same kernels. PyTorch's attention is
-#   transformers' SDPA implementation (a fused kernel) or, with
-#   `measurement.attention: eager`, its explicit one, which is also what its TensorFlow
-#   and Flax classes run: under the default (SDPA) the frameworks' attention differs, and
-#   a comparison of PyTorch with the others is of unlike algorithms. Within PyTorch every
-#   recipe does the same attention work: an all-ones attention mask is skipped in eager,
-#   TorchScript and torch.compile alike.
+#   implementations of each model, not the same kernels. By default PyTorch runs
+#   transformers' explicit attention (`measurement.attention: eager`), the one its
+#   TensorFlow and Flax classes have; its `-sdpa` recipes run SDPA (a fused kernel): what
+#   that pays shows in their speed-up over eager, and the frameworks are compared on the
+#   attention they all ran. Within PyTorch every SDPA recipe does the same attention work:
+#   an all-ones attention mask is skipped in eager, TorchScript and torch.compile alike.
 # - **Right answers only.** A cell whose output is outside its precision's tolerance has
 #   no speed-up and takes no part in a comparison; the tables count what they left out.
 # - **The same cells on every side.** An optimization's average speed-up is over the cells
@@ -253,8 +252,9 @@ else:
                                        f"{md_text(', '.join(v))} implementation"
                                        for f, v in implementations.items())
             + (" — the same algorithm, in each framework's own kernels." if alike else
-               " — not the same algorithm (set `measurement.attention: eager` for the same "
-               "one on every side)."))
+               " — not the same algorithm (give PyTorch a recipe without `-sdpa`, under "
+               "`measurement.attention: eager`, the default, for the same one on every "
+               "side)."))
     for chosen in ratio.precisions(ratios):
         competed = ratio.candidates(ok, chosen)
         tally = ratio.tally(ratios, chosen)

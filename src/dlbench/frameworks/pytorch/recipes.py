@@ -42,7 +42,7 @@ RECIPES = (
     # SDPA (torch.nn.functional.scaled_dot_product_attention, fused) in place of the
     # explicit attention that every framework runs by default (measurement.attention):
     # what SDPA pays shows in their speed-ups over eager; the answer compares the same
-    # attention in every framework (dlbench.analysis.headline.same_attention).
+    # attention in every framework (dlbench.analysis.attention.same_attention).
     Recipe("eager-sdpa", "PyTorch eager with SDPA, transformers' fused attention",
            INFERENCE, protocol=_SAME_ATTENTION, attention="sdpa"),
     Recipe("torchscript-sdpa", "torch.jit.trace of the model with SDPA", INFERENCE,
