@@ -7,7 +7,6 @@ import numpy as np
 import pandas as pd
 
 from dlbench.analysis.status import not_applicable
-from dlbench.analysis.summary import BASELINE_KEYS, axes
 from dlbench.report.format import fmt_error, fmt_s, framework_name, framework_rank, na
 
 # Colour scales reach at least this far from 1 (a 1.5× speed-up or slow-down).
@@ -87,19 +86,10 @@ ABOVE = "above a ceiling, left out"
 
 def above_ceiling(frame: pd.DataFrame) -> pd.Series:
     """The cells timed above the machine's peak or their framework's own matrix product
-    (`above_ceiling`, dlbench.analysis.efficiency.with_ceilings), or whose eager baseline
-    was (its speed-up then divides by an impossible time); False where not known."""
+    (`above_ceiling`, dlbench.analysis.efficiency.with_ceilings; False where not known)."""
     if "above_ceiling" not in frame:
         return pd.Series(False, index=frame.index)
-    own = frame["above_ceiling"].fillna(False).astype(bool)
-    baseline = pd.Series(False, index=frame.index)
-    for scenario, cells in frame.groupby("scenario"):
-        keys = BASELINE_KEYS + [a for a in axes(scenario) if a in cells]
-        eager = cells[cells["optimization"].eq("eager")]
-        flagged = own[eager.index].groupby([eager[k] for k in keys]).any()
-        joined = cells.join(flagged.rename("baseline_above"), on=keys)["baseline_above"]
-        baseline.loc[cells.index] = joined.fillna(False).astype(bool)
-    return own | baseline
+    return frame["above_ceiling"].fillna(False).astype(bool)
 
 
 def valid_speedup(frame: pd.DataFrame) -> pd.Series:
