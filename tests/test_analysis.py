@@ -511,6 +511,10 @@ def test_cells_above_a_ceiling_do_not_count_in_the_overview():
     rows["above_ceiling"] = rows["optimization"].eq("fast")
     row = speedup.overview(rows, False).table.set_index("optimization").loc["fast"]
     assert row["speed-up over eager"] == "— (every speed-up was above a ceiling or wrong)"
+    # An eager baseline above its ceiling makes its size's speed-up meaningless too.
+    rows["above_ceiling"] = rows["optimization"].eq("eager") & rows["seqlen"].eq(16)
+    row = speedup.overview(rows, False).table.set_index("optimization").loc["fast"]
+    assert row["speed-up over eager"] == "10.00× (10.00–10.00)"  # length 8's alone
 
 
 def test_overview_averages_over_the_cells_every_optimization_measured():

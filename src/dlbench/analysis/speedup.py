@@ -86,10 +86,15 @@ ABOVE = "above a ceiling, left out"
 
 def above_ceiling(frame: pd.DataFrame) -> pd.Series:
     """The cells timed above the machine's peak or their framework's own matrix product
-    (`above_ceiling`, dlbench.analysis.efficiency.with_ceilings; False where not known)."""
+    (`above_ceiling`, dlbench.analysis.efficiency.with_ceilings), or whose eager baseline
+    was (`eager_cell`, dlbench.analysis.summary.derive: the speed-up would divide by an
+    impossible time); False where not known."""
     if "above_ceiling" not in frame:
         return pd.Series(False, index=frame.index)
-    return frame["above_ceiling"].fillna(False).astype(bool)
+    own = frame["above_ceiling"].fillna(False).astype(bool)
+    if "eager_cell" not in frame:
+        return own
+    return own | frame["eager_cell"].isin(set(frame.loc[own, "cell_id"]))
 
 
 def valid_speedup(frame: pd.DataFrame) -> pd.Series:

@@ -88,14 +88,19 @@ def derive(summary: pd.DataFrame) -> pd.DataFrame:
                              for v in frame["correctness_within_tolerance"]]
     frame = headline(frame)
     frame = spread_between_rounds(frame)
-    frame["eager_ms"] = np.nan
+    # Each timed cell's eager baseline: its time, and which cell it is (eager_cell), so that
+    # what disqualifies the baseline (above its ceiling) disqualifies the speed-up too.
+    frame["eager_ms"], frame["eager_cell"] = np.nan, None
     for scenario, cells in frame.groupby("scenario"):
         keys = BASELINE_KEYS + [a for a in axes(scenario) if a in cells]
         eager = cells[cells["timed"] & cells["optimization"].eq("eager") & ~cells["profiled"]]
-        eager = eager.set_index(keys)["headline_ms"]
+        eager = eager.set_index(keys)[["headline_ms", "cell_id"]]
         eager = eager[~eager.index.duplicated(keep=False)]  # an ambiguous baseline is none
-        joined = cells.join(eager.rename("baseline"), on=keys)["baseline"]
-        frame.loc[cells.index, "eager_ms"] = joined.where(cells["timed"] & ~cells["profiled"])
+        joined = cells.join(eager.rename(columns={"headline_ms": "baseline",
+                                                  "cell_id": "baseline_cell"}), on=keys)
+        measured = cells["timed"] & ~cells["profiled"]
+        frame.loc[cells.index, "eager_ms"] = joined["baseline"].where(measured)
+        frame.loc[cells.index, "eager_cell"] = joined["baseline_cell"].where(measured, None)
     frame["speedup"] = frame["eager_ms"] / frame["headline_ms"]
     return frame
 
@@ -169,9 +174,10 @@ def axes(scenario: str) -> list[str]:
 # columns the analysis derives, a result section's prefix, a unit's suffix.
 _OUTCOME = {"cell_id", "scenario", "status", "reason", "started_at", "finished_at", "source",
             "intra_op_threads", "inter_op_threads", "iterations", "warmup_iterations",
-            "relative_iqr", "timed", "checked", "wrong_answer", "eager_ms", "speedup",
-            "headline_ms", "headline_ci95_ms_low", "headline_ci95_ms_high", "headline_wall",
-            "precision", "protocol", "attempts", "stopped_by", "target_ci", "profiled",
+            "relative_iqr", "timed", "checked", "wrong_answer", "eager_ms", "eager_cell",
+            "speedup", "headline_ms", "headline_ci95_ms_low", "headline_ci95_ms_high",
+            "headline_wall", "precision", "protocol", "attempts", "stopped_by", "target_ci",
+            "profiled",
             origin.FOREIGN, origin.LEFT_OUT}
 _PREFIXES = ("env_", "utilization_", "flags_", "optimization_", "correctness_", "process_",
              "device_time_", "between_processes_", "median_ci95_", "arithmetic_",
