@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from dlbench import cli
+from dlbench.analysis import detectable
 from dlbench.analysis.compare import (
     DRIFT_FLOOR,
     IMPROVEMENT,
@@ -203,6 +204,64 @@ def test_interleaved_rounds_are_paired_so_drift_cancels(tmp_path):
     assert row["ratio_low"] < 1 < row["ratio_high"] and row["verdict"] == NOT_SIGNIFICANT
 
 
+@pytest.mark.parametrize(("log_sd", "rounds"), [(0.11, 4), (0.11, 13), (0.03, 6)])
+def test_the_change_a_comparison_can_see_is_detected_in_80_percent_of_runs(log_sd, rounds):
+    """Simulated interleaved rounds whose log ratios spread by log_sd: a true change of
+    paired_change(log_sd, rounds) is called significant in ~80% of 2,000 runs by the same
+    paired test compare uses, and half that change in far fewer."""
+    rng = np.random.default_rng(0)
+    change = detectable.paired_change(log_sd, rounds)
+
+    def detected(true_change: float) -> float:
+        hits = 0
+        for _ in range(2000):
+            logs = rng.normal(np.log1p(true_change), log_sd, rounds)
+            _, low, _, p_value = paired([1.0] * rounds, list(np.exp(logs)))
+            hits += low > 1 and p_value < 0.05
+        return hits / 2000
+
+    assert 0.76 <= detected(change) <= 0.84
+    assert detected(change / 2) < 0.45
+
+
+def test_the_rounds_for_a_change_are_the_fewest_that_see_it():
+    rounds = detectable.rounds_for(0.05, 0.11)
+    assert detectable.paired_change(0.11, rounds) <= 0.05 < \
+        detectable.paired_change(0.11, rounds - 1)
+    assert detectable.rounds_for(0.05, 0.0) == 2
+    assert detectable.rounds_for(0.05, 1.0) == np.inf  # beyond MOST_ROUNDS: no advice
+    assert np.isnan(detectable.rounds_for(0.05, np.nan))  # spread unknown
+
+
+def test_each_cell_says_what_it_can_see_and_the_rounds_a_5_percent_change_needs(tmp_path):
+    """One after the other, nothing inside the drift floor is seen, and with one process a
+    side the rounds are unknown; interleaved, from the rounds' spread."""
+    cell = OK[0]
+    base = resultset.load(result_set(tmp_path / "a"))
+    one_after = compare(base, resultset.load(result_set(tmp_path / "b")))
+    row = one_after.cells.set_index("cell_id").loc[cell]
+    assert row["detectable"] > DRIFT_FLOOR and np.isnan(row["rounds_for_5pct"])
+    assert "no change inside the ±25% drift floor is ever seen" in one_after.sees()
+    drift = [1.0, 1.3, 1.0, 1.3, 1.15]
+    noise = [1.0, 1.04, 0.97, 1.03, 0.99]
+    base = with_processes(base, cell, drift)
+    new = with_processes(resultset.load(result_set(tmp_path / "c")), cell,
+                         [d * n for d, n in zip(drift, noise, strict=True)])
+    interleaved = compare(base, new, interleaved=True)
+    row = interleaved.cells.set_index("cell_id").loc[cell]
+    spread = np.std(np.log(noise), ddof=1)
+    assert row["detectable"] == pytest.approx(detectable.paired_change(spread, 5))
+    assert row["rounds_for_5pct"] == detectable.rounds_for(0.05, spread)
+    assert 0.02 < row["detectable"] < DRIFT_FLOOR
+    assert f"a 5% change would need {int(row['rounds_for_5pct'])} rounds" in \
+        interleaved.sees()
+    # Processes measured one after the other: their spread says what interleaving needs.
+    row = compare(base, new).cells.set_index("cell_id").loc[cell]
+    assert row["rounds_for_5pct"] == detectable.rounds_for(
+        0.05, detectable.pooled_log_sd(drift, [d * n for d, n in zip(drift, noise,
+                                                                     strict=True)]))
+
+
 # A real training cell of two seeds (one process each; `dlbench run --scenario=training
 # --model=tiny-cnn --pipeline=memory --seeds=2` on 256 synthetic images): the report ranks
 # training cells by the wall time per step, and so does a comparison.
@@ -362,6 +421,9 @@ def test_the_command_prints_regressions_first_and_writes_csv(tmp_path, capsys):
     assert written.loc[0, "ratio"] == pytest.approx(BEYOND)
     assert "How to read it: the sides were measured one after the other" in out
     assert "drift" in out and "within one process" in out
+    assert "What it can see: measured one after the other" in out
+    assert list(written["rounds_for_5pct"].isna()) == [True] * 4  # one process a side
+    assert (written["detectable"].dropna() > DRIFT_FLOOR).all()
 
 
 @pytest.mark.slow
@@ -391,6 +453,7 @@ def test_the_html_page_opens_in_a_browser_without_errors(tmp_path, chromium):
     assert "only in the new set" in text and OK[2] in text
     assert "What the intervals cover: the sides were measured one after the other" in text
     assert "within one process ±25% drift floor" in text  # per cell
+    assert "What it can see: measured one after the other, no change inside the ±25%" in text
     assert ("⚠ 1 cell from elsewhere: measured on another machine or by another dlbench "
             "version than most of its set's cells; 1 of them left out of the comparison"
             in text) and "another dlbench version (0.0.9; the run's: 0.1.0)" in text

@@ -58,6 +58,8 @@ say(f"Baseline: {md_code(comparison.baseline)}; new: {md_code(comparison.new)}. 
     f"{len(comparison.only_baseline)} only in the baseline, "
     f"{len(comparison.only_new)} only in the new set.")
 say(f"**What the intervals cover:** {comparison.rule()}.")
+if comparison.sees():
+    say(f"**What it can see:** {comparison.sees()}.")
 if not comparison.elsewhere.empty:
     left_out = int(comparison.elsewhere["compared"].eq("no").sum())
     say(f"**⚠ {count(len(comparison.elsewhere), 'cell')} from elsewhere**: measured on "

@@ -27,18 +27,22 @@ sets were measured:
 The verdict is a *regression* (ratio above 1) or an *improvement* (below 1) only if the
 interval excludes 1 and, where there is a test, p < 0.05; anything else is *not
 significant*. Sides measured one after the other give no verdict for a cell that either
-side flagged busy, noisy or unstable: it is *not decided*, the flag its reason. Cells
+side flagged with a noise flag of the report's (dlbench.measure.flags.NOISE: unstable, noisy or
+busy machine, spread between processes, interval not reached): it is *not decided*, the
+flag its reason. Cells
 not ok in either set are *not compared* and keep their statuses; cells of one set only
 are listed apart.
 """
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-from dlbench.analysis import uncertainty
+from dlbench.analysis import detectable, uncertainty
 from dlbench.analysis.environment import all_fields, fields, precision_settings
+from dlbench.measure.flags import NOISE
 from dlbench.records.resultset import ResultSet
 from dlbench.report.format import count, fmt_fixed, fmt_ms, fmt_percent
 
@@ -53,11 +57,9 @@ REGRESSION, IMPROVEMENT = "regression", "improvement"
 NOT_SIGNIFICANT, NOT_DECIDED = "not significant", "not decided"
 NOT_COMPARED = "not compared"
 ORDER = (REGRESSION, IMPROVEMENT, NOT_SIGNIFICANT, NOT_DECIDED, NOT_COMPARED)
-# Noise flags that say something besides the code set a side's timing (dlbench.measure.flags):
-# sides measured one after the other get no verdict from such a cell (issue 20: a cell
-# flagged busy, noisy or unstable is not decided).
-NOISE_FLAGS = {"busy_machine": "busy machine", "noisy_machine": "noisy machine",
-               "unstable": "unstable"}
+# The report's noise flags (something besides the code set a side's timing): sides
+# measured one after the other get no verdict from such a cell.
+NOISE_FLAGS = {name: name.replace("_", " ") for name in NOISE}
 # The time compared, as the report ranks cells (analysis.summary.headline): the median, or
 # where both sides have it (training) the wall time per step; per side: ms, low, high.
 MEDIAN, WALL = "median", "wall time per step"
@@ -93,8 +95,32 @@ class Comparison:
                 f"{count(self.count(REGRESSION), 'regression')}, "
                 f"{count(self.count(IMPROVEMENT), 'improvement')}, "
                 f"{self.count(NOT_SIGNIFICANT)} not significant, "
-                f"{self.count(NOT_DECIDED)} not decided (flagged busy, noisy or unstable), "
+                f"{self.count(NOT_DECIDED)} not decided (a noise flag), "
                 f"{self.count(NOT_COMPARED)} not compared (not ok in a set)")
+
+    def sees(self) -> str:
+        """What this comparison can see, from the spread it measured: the median cell's
+        smallest change detected in 80% of runs, and the interleaved rounds a 5% change
+        needs (per cell: the `detectable` and `rounds_for_5pct` columns)."""
+        timed = self.cells[self.cells["verdict"].ne(NOT_COMPARED)]
+        seen = timed["detectable"].dropna().astype(float)
+        if seen.empty:
+            return ""
+        could = (f"in 80% of runs it calls a change of {fmt_percent(float(seen.median()))} "
+                 f"or more significant (the median cell; per cell: 'can see')")
+        rounds = timed["rounds_for_5pct"].dropna().astype(float)
+        needed = float(rounds.median()) if len(rounds) else math.nan
+        needs = (f"more than {detectable.MOST_ROUNDS} rounds" if math.isinf(needed)
+                 else f"{math.ceil(needed)} rounds" if len(rounds) else "")
+        if self.interleaved:
+            return (f"{could}; a {SMALL_CHANGE:.0%} change would need {needs} "
+                    f"(per cell: 'rounds for {SMALL_CHANGE:.0%}')")
+        later = (f"measured with `--interleave`, a {SMALL_CHANGE:.0%} change would need "
+                 f"{needs} (from the spread between each side's processes)" if len(rounds)
+                 else "`--interleave` measures the spread between rounds, and from it the "
+                 f"rounds a {SMALL_CHANGE:.0%} change needs")
+        return (f"measured one after the other, no change inside the ±{self.floor:.0%} "
+                f"drift floor is ever seen: {could}; {later}")
 
     def rule(self) -> str:
         """When a change counts as significant, and what its interval covers."""
@@ -108,7 +134,7 @@ class Comparison:
                 f"between a side's processes (repeats), widened by ±{self.floor:.0%} for the "
                 f"drift between runs made at different times; significant: it excludes 1, "
                 f"and p < 0.05 where both sides have several processes; a cell that a side "
-                f"flagged busy, noisy or unstable is not decided. `dlbench compare "
+                f"flagged with a noise flag (the report's) is not decided. `dlbench compare "
                 f"--interleave` measures both sides alternately and needs neither")
 
 
@@ -134,7 +160,10 @@ def compare(baseline: ResultSet, new: ResultSet, interleaved: bool = False,
 
 _COLUMNS = ["cell_id", "statistic", "baseline_status", "new_status", "baseline_ms",
             "baseline_low", "baseline_high", "new_ms", "new_low", "new_high", "ratio",
-            "ratio_low", "ratio_high", "p_value", "test", "covers", "verdict", "reason"]
+            "ratio_low", "ratio_high", "p_value", "test", "covers", "verdict", "reason",
+            "detectable", "rounds_for_5pct"]
+# The change whose rounds `rounds_for_5pct` gives.
+SMALL_CHANGE = 0.05
 
 
 def _row(cell: str, a: pd.Series, b: pd.Series, baseline: ResultSet, new: ResultSet,
@@ -152,10 +181,18 @@ def _row(cell: str, a: pd.Series, b: pd.Series, baseline: ResultSet, new: Result
         ratio, low, high, p_value = paired(rounds_a, rounds_b)
         test = f"paired t, {len(rounds_a)} interleaved rounds"
         covers = "between processes and drift (interleaved)"
+        spread = float(np.std(np.log(np.divide(rounds_b, rounds_a)), ddof=1))
+        row.update(detectable=detectable.paired_change(spread, len(rounds_a)),
+                   rounds_for_5pct=detectable.rounds_for(SMALL_CHANGE, spread))
     else:
         ratio, low, high = uncertainty.ratio_interval(
             row["new_ms"], row["new_low"], row["new_high"],
             row["baseline_ms"], row["baseline_low"], row["baseline_high"])
+        # Interleaved, the rounds would pair; the spread of each side's processes bounds
+        # their log ratios' (unknown with one process a side).
+        row.update(detectable=detectable.floor_change(floor, low, ratio, high),
+                   rounds_for_5pct=detectable.rounds_for(
+                       SMALL_CHANGE, detectable.pooled_log_sd(rounds_a, rounds_b)))
         low, high = low / (1 + floor), high * (1 + floor)
         p_value, test = _test(rounds_a, rounds_b, statistic, baseline, new, cell)
         several = all(cell in side.processes for side in (baseline, new))
@@ -290,11 +327,21 @@ def readable(cells: pd.DataFrame) -> pd.DataFrame:
         "95% interval": [interval(lo, hi) for lo, hi in
                          zip(cells["ratio_low"], cells["ratio_high"], strict=True)],
         "p": [_p(v) for v in cells["p_value"]],
+        "can see": [f"±{fmt_percent(v)}" if pd.notna(v) else "" for v in cells["detectable"]],
+        f"rounds for {SMALL_CHANGE:.0%}": [_rounds(r) for r in cells["rounds_for_5pct"]],
         "interval covers": [_text(v) for v in cells["covers"]],
         "why not decided": [_text(v) for v in cells["reason"]],
         "status": [_status(a, b) for a, b in
                    zip(cells["baseline_status"], cells["new_status"], strict=True)],
     })
+
+
+def _rounds(rounds) -> str:
+    """The rounds a 5% change needs: more than MOST_ROUNDS where its spread is known but
+    too large, empty where unknown (one process a side, or not compared)."""
+    if pd.isna(rounds):
+        return ""
+    return f">{detectable.MOST_ROUNDS}" if math.isinf(rounds) else str(int(rounds))
 
 
 def _text(value) -> str:

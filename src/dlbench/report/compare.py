@@ -94,6 +94,8 @@ def text(comparison) -> str:
                   for r in comparison.environment.itertuples()]
     cells = comparison.cells
     lines += ["", f"{comparison.headline()}.", f"How to read it: {comparison.rule()}."]
+    if comparison.sees():
+        lines += [f"What it can see: {comparison.sees()}."]
     if not cells.empty:
         lines += ["", readable(cells).to_string(index=False)]
     for side, alone in (("baseline", comparison.only_baseline), ("new", comparison.only_new)):
