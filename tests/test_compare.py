@@ -25,7 +25,7 @@ from dlbench.analysis.compare import (
     mann_whitney,
     paired,
 )
-from dlbench.plan import paths
+from dlbench.files import paths
 from dlbench.records import aggregate, resultset
 from tests.conftest import REPO, headless_chrome, snakemake, start_from, tiny_config, tool_env
 

@@ -1,6 +1,6 @@
 """The documentation holds: README.md, docs/*.md and config/README.md link only to files and
 headings that exist; the repository paths they name in backticks exist, and the results/,
-report/ and logs/ paths are ones the workflow writes (dlbench.plan.paths names every one);
+report/ and logs/ paths are ones the workflow writes (dlbench.files.paths names every one);
 the adding-a-framework page names every module a framework's folder needs, read from the
 code; the README stays short and links every page. Each check returns what is wrong, and a
 planted fault in a temporary copy of a page shows that it can fail."""
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from dlbench.plan import paths
+from dlbench.files import paths
 from tests.conftest import REPO
 from tests.test_registry import SCENARIOS  # the scenarios the conformance test checks
 
@@ -30,7 +30,7 @@ REPOSITORY_PREFIXES = ("config/", "src/", "workflow/", "scripts/", "bench/", "te
                        "envs/", "docs/")
 # …and those that a run generates (git-ignored): each must be one the workflow writes.
 GENERATED_PREFIXES = ("results/", "report/", "logs/")
-# Generated files named in the docs that dlbench.plan.paths does not name ("*": any name),
+# Generated files named in the docs that dlbench.files.paths does not name ("*": any name),
 # each with the file that makes it and what that file must say of it.
 GENERATED_ELSEWHERE = {
     "report/provenance.html": ("Snakefile", "--report report/provenance.html"),
@@ -114,7 +114,7 @@ def named_paths(page: Path) -> list[str]:
 
 
 def generated_patterns() -> list[re.Pattern]:
-    """What the workflow writes, from dlbench.plan.paths (its constants, and each path
+    """What the workflow writes, from dlbench.files.paths (its constants, and each path
     function with a wildcard for each argument), with every folder above each."""
     wildcard = "\0"
     written = [v for v in vars(paths).values() if isinstance(v, str) and "/" in v]

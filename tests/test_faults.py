@@ -14,7 +14,8 @@ import pandas as pd
 import psutil
 import pytest
 
-from dlbench.plan import config, paths
+from dlbench.files import paths
+from dlbench.plan import config
 from dlbench.plan.matrix import expand_cells
 from dlbench.records import result
 from tests.conftest import REPO, TINY_RUN, snakemake, start_from, tiny_config, tool_env

@@ -66,7 +66,7 @@ calls, real = [], os.umask
 os.umask = lambda mask: calls.append(mask) or real(mask)
 os.umask(0o027)
 import dlbench.records.result, dlbench.cli, dlbench.records.record
-from dlbench.records.result import default_file_mode, write_json_atomic
+from dlbench.files.atomic import default_file_mode, write_json_atomic
 write_json_atomic("/tmp/dlbench-umask-test.json", {})
 print(calls, oct(default_file_mode()), oct(os.stat("/tmp/dlbench-umask-test.json").st_mode))
 """

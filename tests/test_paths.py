@@ -1,11 +1,12 @@
-"""The rules' patterns and the Python side's paths are the same (dlbench.plan.paths): every job
+"""The rules' patterns and the Python side's paths are the same (dlbench.files.paths): every job
 that the workflow plans writes exactly the files and logs that the Python side computes for
 its cells and shared inputs, and its command names them."""
 
 import re
 
+from dlbench.files import paths
 from dlbench.measure import peak
-from dlbench.plan import config, paths
+from dlbench.plan import config
 from dlbench.plan.matrix import expand_cells
 from tests.conftest import snakemake
 

@@ -11,10 +11,10 @@ import sys
 
 import pytest
 
+from dlbench.files.paths import peak as peak_path
+from dlbench.files.paths import peak_library as library_path
 from dlbench.frameworks import cpu_precision_problem, registry
 from dlbench.measure import peak, theoretical
-from dlbench.plan.paths import peak as peak_path
-from dlbench.plan.paths import peak_library as library_path
 from tests.conftest import tool_env
 
 # A generous ceiling per logical CPU: 5 GHz × 64 FLOP per cycle (two 16-wide fp32 FMA units,

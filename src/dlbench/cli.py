@@ -9,7 +9,8 @@ from pathlib import Path
 
 from dlbench import scenarios
 from dlbench.catalogue.precisions import PRECISIONS
-from dlbench.plan import paths, settings
+from dlbench.files import atomic, paths
+from dlbench.plan import settings
 from dlbench.plan.axes import DEVICES, FRAMEWORKS
 from dlbench.plan.matrix import DEFAULT_SCENARIO, Cell
 from dlbench.records import result
@@ -274,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         return _command(args, process_start)
-    except result.DiskFull as exc:  # the message says it all: no traceback
+    except atomic.DiskFull as exc:  # the message says it all: no traceback
         print(f"dlbench {args.command}: {exc}", file=sys.stderr)
         return 1
 

@@ -14,7 +14,7 @@ sys.path.insert(0, SRC)
 from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 from dlbench.plan import config as dlbench_config
-from dlbench.plan import paths
+from dlbench.files import paths
 from dlbench.frameworks import registry as frameworks
 from dlbench.plan import rounds
 from dlbench.plan.jobs import job_args

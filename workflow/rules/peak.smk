@@ -23,7 +23,7 @@ PEAK_FRAMEWORKS = {
 
 rule peak_library:
     output:
-        # The paths are dlbench.plan.paths', with the wildcards in them.
+        # The paths are dlbench.files.paths', with the wildcards in them.
         paths.peak_library("{device}", "{precision}", "{threads}", "{library}"),
     log:
         paths.peak_library_log("{device}", "{precision}", "{threads}", "{library}"),

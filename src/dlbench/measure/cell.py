@@ -8,6 +8,7 @@ from functools import partial
 from pathlib import Path
 
 from dlbench.data.pipeline import LoaderDied
+from dlbench.files import atomic
 from dlbench.frameworks import registry
 from dlbench.measure import compile_cache, env
 from dlbench.measure.memory import PhaseMemory, rss_mb
@@ -43,7 +44,7 @@ def measure_cells(tasks: list, paths: list[Path], start: float, repeat: int,
         record["process"].update(measured.pop("process", {}))
         record.update(measured)
         record["finished_at"] = result.now()
-        result.write_json_atomic(path, record)  # validated and completed by the supervisor
+        atomic.write_json_atomic(path, record)  # validated and completed by the supervisor
         start = time.time()
 
 

@@ -33,9 +33,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from dlbench.files import atomic, paths
 from dlbench.frameworks import registry
 from dlbench.measure import env, quiet, theoretical
-from dlbench.plan import paths
 from dlbench.records import result
 from dlbench.run import devices
 
@@ -303,5 +303,5 @@ def write(device: str, precision: str, threads: int, out: Path, seconds: float,
     else:
         record = measure(device, precision, threads, seconds, sizes, which, attempts,
                          quiet_wait_s)
-    result.write_json_atomic(out, record)
+    atomic.write_json_atomic(out, record)
     return record

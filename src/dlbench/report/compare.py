@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from dlbench.analysis.compare import DRIFT_FLOOR
+from dlbench.files import atomic
 from dlbench.records import result
 from dlbench.report import SRC
 from dlbench.report.format import count
@@ -42,7 +43,7 @@ def run(baseline: Path, new: Path, csv: Path | None = None, html: Path | None = 
         return 1
     print(text(compared))
     if csv is not None:
-        with result.replacing(csv) as tmp:
+        with atomic.replacing(csv) as tmp:
             table(compared).to_csv(tmp, index=False)
     if html is not None:
         if not Path(notebook).is_file():

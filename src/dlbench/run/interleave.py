@@ -24,7 +24,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from dlbench.plan import paths
+from dlbench.files import atomic, paths
 from dlbench.records import result
 from dlbench.report import SRC
 
@@ -192,11 +192,11 @@ def combine(one: Side, rounds: int, run_id: str) -> None:
         failed = [r for r in records if r["status"] != "ok"]
         record = failed[0] if failed or len(records) < rounds else \
             Cell.from_params(records[0]["params"]).spec.combine(records)
-        result.write_json_atomic(out / name, record)
+        atomic.write_json_atomic(out / name, record)
     marker = {"run": run_id, "side": one.name, "source": str(one.source),
               "configfile": str(one.configfile) if one.configfile else None,
               "rounds": rounds, "order": "A B, then B A, alternately (A B B A …)"}
-    result.write_json_atomic(one.results / MARKER, marker)
+    atomic.write_json_atomic(one.results / MARKER, marker)
 
 
 def interleaved(baseline: Path, new: Path) -> bool:

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
+from dlbench.files import atomic
 from dlbench.measure import compile_cache
 from dlbench.measure.cell import measure_cells
 from dlbench.measure.flags import NOISE, noisy
@@ -121,7 +122,7 @@ def _finish_last_round(task: Task, final: dict, round_: int, rounds_dir: Path) -
     finish(final, rounds.round_path(rounds_dir, round_, task.cell.id))
     combined = rounds.combine(task.cell, rounds.records(rounds_dir, round_, task.cell.id))
     result.validate(combined)
-    result.write_json_atomic(task.out, combined)
+    atomic.write_json_atomic(task.out, combined)
     _done(combined, task.failed_out)
 
 

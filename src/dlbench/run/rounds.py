@@ -17,7 +17,7 @@ from dlbench.records import result
 
 
 def round_path(rounds_dir: Path, round_: int, cell_id: str) -> Path:
-    """Where a cell's record of one round is kept (dlbench.plan.paths.round_result)."""
+    """Where a cell's record of one round is kept (dlbench.files.paths.round_result)."""
     return Path(rounds_dir) / f"r{round_}" / f"{cell_id}.json"
 
 

@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING
 
 from dlbench.catalogue import recipes
 from dlbench.catalogue.models import MODELS, get_model
+from dlbench.files import paths
 from dlbench.frameworks import registry
-from dlbench.plan import paths
 from dlbench.scenarios import Axis, Scenario, register
 from dlbench.scenarios._compilation import COMPILATION_SCHEMA
 from dlbench.scenarios.generation_ops import GenerationOps

@@ -15,8 +15,8 @@ from dlbench.catalogue import recipes
 from dlbench.catalogue.models import MODELS, ModelSpec, get_model
 from dlbench.catalogue.precisions import MIXED, PRECISIONS
 from dlbench.catalogue.recipes import Optimization
+from dlbench.files import paths
 from dlbench.frameworks import registry
-from dlbench.plan import paths
 from dlbench.scenarios import Axis, Scenario, register
 from dlbench.scenarios._compilation import COMPILATION_SCHEMA
 from dlbench.scenarios.inference_ops import InferenceOps

@@ -20,7 +20,7 @@ from dlbench.catalogue.models.vision import MODELS as CNNS
 from dlbench.catalogue.models.vision import get_cnn, initial_weights
 from dlbench.catalogue.optimizers import OPTIMIZERS
 from dlbench.data import pipeline as pipelines
-from dlbench.plan import paths
+from dlbench.files import paths
 from dlbench.scenarios import Axis, Scenario, register
 from dlbench.scenarios._compilation import COMPILATION_SCHEMA
 from dlbench.scenarios._optimizer import OPTIMIZER_AXIS, OptimizerSettings
