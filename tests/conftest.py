@@ -13,7 +13,7 @@ import pytest
 import yaml
 from filelock import FileLock
 
-from dlbench.frameworks import registry
+from dlbench.catalogue import frameworks
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -21,7 +21,7 @@ BIN = Path(sys.executable).parent
 # A matrix of the tiny models that runs in about two minutes: every framework, every
 # optimization, a length beyond the tiny models' 64 positions and a GPU that is not here.
 TINY_CONFIG = {
-    "frameworks": list(registry.REGISTERED),
+    "frameworks": list(frameworks.REGISTERED),
     "devices": ["cpu", "gpu"],
     "inference": {
         "models": ["tiny-bert", "tiny-gpt2"],

@@ -8,10 +8,10 @@ import time
 from pathlib import Path
 
 from dlbench import scenarios
+from dlbench.catalogue.axes import DEVICES, FRAMEWORKS
 from dlbench.catalogue.precisions import PRECISIONS
 from dlbench.files import atomic, paths
 from dlbench.plan import settings
-from dlbench.plan.axes import DEVICES, FRAMEWORKS
 from dlbench.plan.matrix import DEFAULT_SCENARIO, Cell
 from dlbench.records import result
 

@@ -15,7 +15,7 @@ from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 from dlbench.plan import config as dlbench_config
 from dlbench.files import paths
-from dlbench.frameworks import registry as frameworks
+from dlbench.catalogue import frameworks
 from dlbench.plan import rounds
 from dlbench.plan.jobs import job_args
 from dlbench.plan.matrix import expand_cells, group_outputs

@@ -30,7 +30,7 @@ import pandas as pd
 
 from dlbench import scenarios
 from dlbench.analysis.summary import axes
-from dlbench.plan.axes import FRAMEWORKS
+from dlbench.catalogue.axes import FRAMEWORKS
 from dlbench.report.format import fmt_ms, fmt_percent, framework_name, md_text, na, sentence
 
 PEAK_KEYS = ["device", "precision", "threads"]

@@ -4,7 +4,7 @@ never listed among the cells that failed; and which cells come from elsewhere.""
 
 import pandas as pd
 
-from dlbench.plan.axes import OTHER_FRAMEWORK
+from dlbench.catalogue.axes import OTHER_FRAMEWORK
 from dlbench.records import origin
 from dlbench.report.format import framework_name, framework_rank
 

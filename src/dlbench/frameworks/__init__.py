@@ -1,4 +1,4 @@
-"""Framework backends: one package per registered framework (dlbench.frameworks.registry).
+"""Framework backends: one package per registered framework (dlbench.catalogue.frameworks).
 
 Each package's `about` declares the framework (light: it imports nothing heavy); its
 `backend` is what every scenario needs (the device, thread pools, synchronization, device
@@ -71,7 +71,7 @@ class Backend(Protocol):
 
 def load_backend(framework: str, device: str, threads: int, interop_threads: int) -> Backend:
     """Import the framework's backend (and so the framework) and configure it."""
-    from dlbench.frameworks.registry import REGISTERED
+    from dlbench.catalogue.frameworks import REGISTERED
 
     if framework not in REGISTERED:
         raise ValueError(f"unknown framework {framework!r}; known: {', '.join(REGISTERED)}")

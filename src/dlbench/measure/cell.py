@@ -7,9 +7,9 @@ import traceback
 from functools import partial
 from pathlib import Path
 
+from dlbench.catalogue import frameworks
 from dlbench.data.pipeline import LoaderDied
 from dlbench.files import atomic
-from dlbench.frameworks import registry
 from dlbench.measure import compile_cache, env
 from dlbench.measure.memory import PhaseMemory, rss_mb
 from dlbench.measure.timing import PhaseClock
@@ -26,7 +26,7 @@ def measure_cells(tasks: list, paths: list[Path], start: float, repeat: int,
     # Thread pools read these when the framework loads; Snakemake's values must not win.
     env.set_thread_variables(settings["threads"])
     # The other frameworks, SciPy, scikit-learn: imported for code that no cell runs.
-    registry.leave_out_unused_imports(tasks[0].cell.framework)  # one per process
+    frameworks.leave_out_unused_imports(tasks[0].cell.framework)  # one per process
     backend = None
     for position, (task, path) in enumerate(zip(tasks, paths, strict=True)):
         record = new_record(task.cell, task.settings(settings), started=start)

@@ -33,8 +33,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from dlbench.catalogue.frameworks import declarations, leave_out_unused_imports
 from dlbench.files import atomic, paths
-from dlbench.frameworks import registry
 from dlbench.measure import env, quiet, theoretical
 from dlbench.records import result
 from dlbench.run import devices
@@ -62,7 +62,7 @@ class Library:
 # registry's order.
 LIBRARIES = {
     library.key: Library(framework.name, library.name, library.devices, library.default)
-    for framework in registry.frameworks() for library in framework.gemm_libraries
+    for framework in declarations() for library in framework.gemm_libraries
 }
 
 
@@ -91,7 +91,7 @@ def measure_library(library: str, device: str, precision: str, threads: int,
     """One library's record in this process (see the module), which runs no other."""
     lib = LIBRARIES[library]
     env.set_thread_variables(threads)
-    registry.leave_out_unused_imports(lib.framework)
+    leave_out_unused_imports(lib.framework)
     from dlbench.frameworks import load_backend
 
     backend = load_backend(lib.framework, device, threads, 1)

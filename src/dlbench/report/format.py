@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from dlbench.plan import axes
+from dlbench.catalogue import axes
 
 
 def framework_name(framework: str) -> str:

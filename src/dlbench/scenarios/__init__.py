@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from dlbench.catalogue import recipes
+from dlbench.catalogue.axes import FRAMEWORKS
 from dlbench.measure.flags import cell_flags
 from dlbench.measure.stats import between_processes, relative_half_width, summarize
-from dlbench.plan.axes import FRAMEWORKS
 from dlbench.plan.codec import Codec
 from dlbench.scenarios.cell import Cell
 
