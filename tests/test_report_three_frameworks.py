@@ -8,9 +8,9 @@ import json
 import pandas as pd
 import pytest
 
+from dlbench.format import framework_name
 from dlbench.records import provenance
 from dlbench.report import render
-from dlbench.report.format import framework_name
 from tests import report_html
 from tests.conftest import REPO
 from tests.test_report import CONFIG, fixture_summary, table_under, timed

@@ -31,7 +31,7 @@ import pandas as pd
 from dlbench import scenarios
 from dlbench.analysis.summary import axes
 from dlbench.catalogue.axes import FRAMEWORKS
-from dlbench.report.format import fmt_ms, fmt_percent, framework_name, md_text, na, sentence
+from dlbench.format import fmt_ms, fmt_percent, framework_name, md_text, na, sentence
 
 PEAK_KEYS = ["device", "precision", "threads"]
 _GEMM = [f"gemm_{framework}" for framework in FRAMEWORKS]

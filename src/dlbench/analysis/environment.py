@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from dlbench.catalogue.frameworks import declarations
-from dlbench.report.format import framework_name, framework_rank
+from dlbench.format import framework_name, framework_rank
 
 # Which libraries belong to each framework: on the measured path of its cells only. The
 # first is the one whose CUDA, cuDNN and oneDNN builds the framework records (`path_<lib>_cuda`

@@ -3,7 +3,7 @@
 import pandas as pd
 
 from dlbench.catalogue import frameworks
-from dlbench.report.format import fmt_ms
+from dlbench.format import fmt_ms
 
 NOT_DECLARED = "not declared by the framework"
 

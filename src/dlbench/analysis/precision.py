@@ -5,7 +5,7 @@ the same arithmetic; and how float32 matrix products were computed (TF32 or not)
 import pandas as pd
 
 from dlbench.catalogue import frameworks
-from dlbench.report.format import framework_name
+from dlbench.format import framework_name
 
 
 def how_each_framework() -> list[str]:

@@ -10,7 +10,7 @@ import pandas as pd
 
 from dlbench.analysis.status import not_applicable
 from dlbench.catalogue.frameworks import declarations
-from dlbench.report.format import (
+from dlbench.format import (
     fmt_error,
     fmt_ms,
     fmt_percent,

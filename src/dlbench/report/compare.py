@@ -10,9 +10,9 @@ import pandas as pd
 
 from dlbench.analysis.compare import DRIFT_FLOOR
 from dlbench.files import atomic
+from dlbench.format import count
 from dlbench.records import result
 from dlbench.report import SRC
-from dlbench.report.format import count
 
 NOTEBOOK = SRC.parent / "workflow" / "notebooks" / "compare.py"
 
