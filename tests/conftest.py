@@ -197,7 +197,7 @@ def pytest_configure(config):
     """Each worker's cells take turns for the device among themselves only: the two workers'
     measurements overlap (none of them is a speed under test, and an `alone` test has the
     machine to itself), so that one worker's long training cell does not keep the other's
-    cells waiting for the host-wide device lock (dlbench.run.devices)."""
+    cells waiting for the host-wide device lock (dlbench.measure.devices)."""
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if worker and "DLBENCH_LOCK_DIR" not in os.environ:
         run = os.environ["PYTEST_XDIST_TESTRUNUID"]

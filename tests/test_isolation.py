@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from dlbench.catalogue import frameworks
-from dlbench.measure import peak
+from dlbench.run import peak
 from tests.conftest import tool_env
 
 

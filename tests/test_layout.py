@@ -96,7 +96,7 @@ def test_the_cycle_check_sees_a_cycle():
 
 # The layers of today's layout that hold (each pair names packages that exist, so each can
 # fail). Some do not hold yet: the analysis formats numbers with dlbench.format,
-# dlbench.measure.cell starts the profiler of dlbench.run, and the plan asks the scenarios'
+# dlbench.run.cell starts the profiler of dlbench.run, and the plan asks the scenarios'
 # and frameworks' registries what applies.
 @pytest.mark.parametrize("lower, upper", [
     ("dlbench.measure", "dlbench.analysis"), ("dlbench.measure", "dlbench.scenarios"),

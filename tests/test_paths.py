@@ -5,9 +5,9 @@ its cells and shared inputs, and its command names them."""
 import re
 
 from dlbench.files import paths
-from dlbench.measure import peak
 from dlbench.plan import config
 from dlbench.plan.matrix import expand_cells
+from dlbench.run import peak
 from tests.conftest import snakemake
 
 # Every scenario, a group (inference, per_group) and cells that cannot apply (graph in

@@ -15,7 +15,8 @@ from dlbench.catalogue import frameworks
 from dlbench.files.paths import peak as peak_path
 from dlbench.files.paths import peak_library as library_path
 from dlbench.frameworks import cpu_precision_problem
-from dlbench.measure import peak, theoretical
+from dlbench.measure import theoretical
+from dlbench.run import peak
 from tests.conftest import tool_env
 
 # A generous ceiling per logical CPU: 5 GHz × 64 FLOP per cycle (two 16-wide fp32 FMA units,

@@ -17,7 +17,8 @@ from dlbench.catalogue import frameworks
 from dlbench.catalogue.axes import DEVICES, FRAMEWORK_LABELS, FRAMEWORKS
 from dlbench.catalogue.models import FAMILIES
 from dlbench.frameworks.conformance import problems
-from dlbench.measure import env, peak
+from dlbench.measure import env
+from dlbench.run import peak
 from dlbench.scenarios.inference_ops import InferenceOps
 from tests.conftest import REPO, tool_env
 
@@ -82,7 +83,8 @@ def test_the_registry_imports_nothing_heavy():
               "'tensorflow', 'jax', 'transformers', 'numpy'})\n"
               "from dlbench.catalogue import frameworks, axes\n"
               "frameworks.declarations(); print(heavy())\n"
-              "from dlbench.measure import env, peak\n"
+              "from dlbench.measure import env\n"
+              "from dlbench.run import peak\n"
               "print([m for m in heavy() if m != 'numpy'])\n")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          env=tool_env(), cwd=REPO, timeout=120, check=True).stdout

@@ -105,7 +105,7 @@ def _parser(scenario_name: str = DEFAULT_SCENARIO) -> argparse.ArgumentParser:
     peak.add_argument("--size", type=int, action="append",
                       help="the matrices' side, repeatable (default: sizes where the "
                       "product is compute-bound)")
-    from dlbench.measure.peak import ATTEMPTS, LIBRARIES, QUIET_WAIT_S
+    from dlbench.run.peak import ATTEMPTS, LIBRARIES, QUIET_WAIT_S
 
     peak.add_argument("--attempts", type=int, default=ATTEMPTS,
                       help="CPU: measure a library that did not get the cores of its "
@@ -315,7 +315,7 @@ def _command(args: argparse.Namespace, process_start: float) -> int:
                                            args.rounds, args.configfile, **outputs)
         return compare.run(args.baseline, args.new, **outputs)
     if args.command == "peak":
-        from dlbench.measure import peak
+        from dlbench.run import peak
 
         print(peak.describe(peak.write(args.device, args.precision, args.threads, args.out,
                                        args.seconds, args.size, args.library,

@@ -21,8 +21,7 @@ from typing import TYPE_CHECKING, cast
 
 from dlbench.catalogue import frameworks, recipes
 from dlbench.catalogue.models import MODELS, get_model
-from dlbench.measure import env
-from dlbench.run import devices
+from dlbench.measure import devices, env
 
 if TYPE_CHECKING:
     from dlbench.scenarios.inference_ops import ReferenceOps

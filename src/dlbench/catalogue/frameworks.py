@@ -18,7 +18,7 @@ from types import MappingProxyType
 
 @dataclass(frozen=True)
 class GemmLibrary:
-    """A library whose matrix product bounds the framework's cells (dlbench.measure.peak)."""
+    """A library whose matrix product bounds the framework's cells (dlbench.run.peak)."""
 
     key: str  # its name in paths and commands, e.g. "torch-linear"
     name: str  # as the report names it

@@ -32,13 +32,13 @@ from functools import partial
 from pathlib import Path
 
 from dlbench.files import atomic
-from dlbench.measure import compile_cache
-from dlbench.measure.cell import measure_cells
+from dlbench.measure import compile_cache, devices
 from dlbench.measure.flags import NOISE, noisy
 from dlbench.plan.matrix import Cell
 from dlbench.records import result
 from dlbench.records.record import annotate, finish, new_record
-from dlbench.run import devices, rounds
+from dlbench.run import rounds
+from dlbench.run.cell import measure_cells
 from dlbench.run.supervisor import Failure, Limits, memory_limit_mb, run_jobs
 
 

@@ -35,9 +35,8 @@ from pathlib import Path
 
 from dlbench.catalogue.frameworks import declarations, leave_out_unused_imports
 from dlbench.files import atomic, paths
-from dlbench.measure import env, quiet, theoretical
+from dlbench.measure import devices, env, quiet, theoretical
 from dlbench.records import result
-from dlbench.run import devices
 
 # A CPU library that got less than this share of its threads' cores ran on a busy machine.
 BUSY_SHARE = 0.9

@@ -10,12 +10,12 @@ from pathlib import Path
 from dlbench.catalogue import frameworks
 from dlbench.data.pipeline import LoaderDied
 from dlbench.files import atomic
-from dlbench.measure import compile_cache, env
+from dlbench.measure import compile_cache, env, faults
 from dlbench.measure.memory import PhaseMemory, rss_mb
 from dlbench.measure.timing import PhaseClock
 from dlbench.records import result
 from dlbench.records.record import new_record
-from dlbench.run import faults, profiler
+from dlbench.run import profiler
 
 
 def measure_cells(tasks: list, paths: list[Path], start: float, repeat: int,
