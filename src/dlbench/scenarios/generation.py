@@ -237,7 +237,7 @@ class Generation(Scenario):
             raise ValueError("a reference needs the shared weights (--weights) as well")
         expected = (None if reference_file is None
                     else load_reference(reference_file, ids, dict(spec.params)))
-        ops = load_ops(backend, "generation")
+        ops: GenerationOps = load_ops(backend, "generation")
         backend.reset_device_memory()
         memory = clock.memory
         if memory is not None:
@@ -487,7 +487,7 @@ def reference_ids(model: str, batch: int, prompt: int, new_tokens: int, seed: in
     spec = get_model(model)
     ids = token_ids(spec, batch, prompt, seed)
     backend = load_backend(REFERENCE_FRAMEWORK, "cpu", threads, 1)
-    ops = load_ops(backend, "generation")
+    ops: GenerationOps = load_ops(backend, "generation")
     eager = recipes.optimization("generation", "eager", REFERENCE_FRAMEWORK)
     try:
         built = ops.build(spec, seed, eager, weights)

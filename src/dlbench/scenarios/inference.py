@@ -213,7 +213,7 @@ class Inference(Scenario):
             return {"status": "unsupported", "reason": problem}
         ids, weights, reference_file, expected = transformer_inputs(
             backend, cell, settings["seed"], inputs)
-        ops = load_ops(backend, "inference")
+        ops: InferenceOps = load_ops(backend, "inference")
         backend.reset_device_memory()  # peaks of this cell only (in a group, too)
         memory = clock.memory
         if memory is not None:

@@ -193,7 +193,7 @@ class Training(OptimizerSettings, Scenario):
             pagecache.evict(files)
         cache = pagecache.after_eviction(files, settings["cold_cache"])
         test_images, test_labels = decode(manifest, "test")
-        ops = load_ops(backend, "training")
+        ops: TrainingOps = load_ops(backend, "training")
         backend.reset_device_memory()
         try:
             model = ops.build(spec, initial_weights(spec, seed), optimization)
