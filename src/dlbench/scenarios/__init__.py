@@ -21,8 +21,8 @@ from dlbench.catalogue import recipes
 from dlbench.catalogue.axes import FRAMEWORKS
 from dlbench.measure.flags import cell_flags
 from dlbench.measure.stats import between_processes, relative_half_width, summarize
-from dlbench.plan.codec import Codec
 from dlbench.scenarios.cell import Cell
+from dlbench.scenarios.codec import Codec
 
 # The registry's API, read here as before it had its own module.
 from dlbench.scenarios.registry import (  # noqa: F401
@@ -51,7 +51,7 @@ class Axis:
 
     def schema(self) -> dict:
         """Its values' JSON schema: the config's list items, and `dlbench run --<name>`'s
-        values (dlbench.plan.codec)."""
+        values (dlbench.scenarios.codec)."""
         if self.type is int:
             return {"type": "integer", "minimum": 1}
         if self.choices:
@@ -115,7 +115,7 @@ class Scenario:
     def settings_schema(self) -> dict:
         """JSON-schema properties (with defaults) of the section's keys that are settings of
         every cell rather than axes (training: epochs, learning rates, …): declared once,
-        carried to the cell's process by dlbench.plan.codec."""
+        carried to the cell's process by dlbench.scenarios.codec."""
         return {}
 
     def settings_codec(self) -> Codec:
