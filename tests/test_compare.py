@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from dlbench import cli
-from dlbench.analysis import detectable
+from dlbench.analysis import detectable, resultset
 from dlbench.analysis.compare import (
     DRIFT_FLOOR,
     IMPROVEMENT,
@@ -26,7 +26,7 @@ from dlbench.analysis.compare import (
     paired,
 )
 from dlbench.files import paths
-from dlbench.records import aggregate, resultset
+from dlbench.records import aggregate
 from tests.conftest import REPO, headless_chrome, snakemake, start_from, tiny_config, tool_env
 
 RUNS = REPO / "tests" / "data" / "v1_results" / "per_cell" / "runs"

@@ -21,8 +21,8 @@ def comparison(baseline: Path, new: Path, floor: float | None = None):
     """The two result sets compared: round by round where they are the two sides of one
     interleaved run (their interleave.json), else with the drift floor (None: the
     default)."""
+    from dlbench.analysis import resultset
     from dlbench.analysis.compare import compare
-    from dlbench.records import resultset
     from dlbench.run import interleave
 
     return compare(resultset.load(baseline), resultset.load(new),
@@ -34,7 +34,7 @@ def run(baseline: Path, new: Path, csv: Path | None = None, html: Path | None = 
         notebook: Path = NOTEBOOK, executed: Path | None = None,
         floor: float = DRIFT_FLOOR) -> int:
     """Compare, print, write the files asked for; 1 with a message if a set cannot be read."""
-    from dlbench.records import resultset
+    from dlbench.analysis import resultset
 
     try:
         compared = comparison(baseline, new, floor)
