@@ -82,7 +82,7 @@ def test_the_rules_write_the_paths_that_python_computes(tmp_path):
                for rule, f in jobs if rule != "all"}
     validated = config.validate(CONFIG)
     assert planned == python_side(validated)
-    # The commands name the files that the Python side reads back (dlbench.run.recovery): a
+    # The commands name the files that the Python side reads back (dlbench.recovery): a
     # cell's failed record, a group's folder of results.
     cells = {cell.result_path: cell for cell in expand_cells(validated)}
     commands = {f["output"]: f["Shell command"] for rule, f in jobs

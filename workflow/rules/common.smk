@@ -312,9 +312,9 @@ def drop_previous_outputs():
 
 
 def report_after_failure():
-    """Summary and report even when cells crashed or timed out (see dlbench.run.recovery)."""
+    """Summary and report even when cells crashed or timed out (see dlbench.recovery)."""
     try:
-        from dlbench.run import recovery
+        from dlbench import recovery
 
         recovery.summarize_failed_run(
             CELLS.values(), MEASUREMENT, Path(workflow.basedir) / "workflow/notebooks/report.py",

@@ -24,11 +24,10 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from dlbench import REPO_ROOT
 from dlbench.files import atomic, paths
 from dlbench.records import result
-from dlbench.report import SRC
 
-REPO = SRC.parent
 SIDES = ("baseline", "new")
 MARKER = "interleave.json"
 RESULTS = "interleaved"
@@ -70,7 +69,7 @@ def side(name: str, source: Path, configfile: Path | None, work: Path) -> Side:
         return Side(name, source, source / "Snakefile", configfile, work / name)
     if not source.is_file():
         raise InterleaveError(f"{source}: no such checkout or config file")
-    return Side(name, source, REPO / "Snakefile", source, work / name)
+    return Side(name, source, REPO_ROOT / "Snakefile", source, work / name)
 
 
 def snakemake(side: Side, *args: str) -> subprocess.CompletedProcess:
