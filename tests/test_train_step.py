@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from dlbench import cli
-from dlbench.measure.parts import Step, TimedParts
+from dlbench.measure.parts import StepParts, TimedParts
 from dlbench.measure.stats import summarize
 from dlbench.measure.timing import PhaseClock, steady_state
 from dlbench.plan import config
@@ -132,7 +132,7 @@ def test_a_step_is_timed_in_its_parts():
         time.sleep(0.002)
         return len(calls)
 
-    step = Step({"forward_backward": forward, "optimizer": lambda: time.sleep(0.006)}, "test")
+    step = StepParts({"forward_backward": forward, "optimizer": lambda: time.sleep(0.006)}, "test")
     parts = TimedParts(step, lambda: None)
     settings = {"warmup_iterations": 2, "min_duration_s": 0.05, "min_iterations": 5}
     timing = steady_state(parts, lambda: None, settings, PhaseClock(time.time()))
@@ -150,7 +150,7 @@ def test_a_step_is_timed_in_its_parts():
 
 
 def test_a_step_of_one_part_is_not_separable():
-    step = Step({"step": lambda: 1.0}, "compiled as a whole")
+    step = StepParts({"step": lambda: 1.0}, "compiled as a whole")
     parts = TimedParts(step, lambda: None)
     for _ in range(3):
         parts()

@@ -228,7 +228,7 @@ class PyTorchTraining:
 
     def train_step(self, model: torch.nn.Module, opt: torch.optim.Optimizer,
                    optimization: Optimization) -> "PyTorchStep":
-        """The training step, in parts (see dlbench.measure.training.Step)."""
+        """The training step, in parts (see dlbench.measure.training.TrainingStep)."""
         recipe = optimization.recipe.name
         if recipe == "cudnn-benchmark":
             torch.backends.cudnn.benchmark = True

@@ -258,7 +258,7 @@ class TensorFlowTraining:
     # -- the training step -------------------------------------------------------------------
 
     def train_step(self, model, opt, optimization: Optimization) -> "TensorFlowStep":
-        """The training step, in parts (see dlbench.measure.training.Step)."""
+        """The training step, in parts (see dlbench.measure.training.TrainingStep)."""
         return TensorFlowStep(model, opt, optimization, self.backend.device_name,
                               self.data_format)
 
