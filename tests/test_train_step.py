@@ -1,6 +1,7 @@
 """The train_step scenario without a framework: its cells, ids and reasons, its inputs and
 settings, timing a step in parts, and how its repeats combine."""
 
+import json
 import time
 
 import numpy as np
@@ -171,7 +172,9 @@ def _record(samples: dict[str, list[float]], steps: list[float]) -> dict:
 def test_repeats_pool_the_parts_and_recompute_throughput():
     first = _record({"forward_backward": [3.0, 3.0], "optimizer": [1.0, 1.0]}, [4.0, 4.0])
     second = _record({"forward_backward": [6.0, 6.0], "optimizer": [2.0, 2.0]}, [8.0, 8.0])
+    before = json.loads(json.dumps([first, second]))
     final = get("train_step").combine([first, second])
+    assert [first, second] == before  # a new record: the repeats stay as they were
     parts = final["timing"]["breakdown"]
     assert parts["forward_backward"]["samples_ms"] == [3.0, 3.0, 6.0, 6.0]
     assert parts["optimizer"]["samples_ms"] == [1.0, 1.0, 2.0, 2.0]

@@ -13,6 +13,7 @@ the environment variable DLBENCH_PLUGINS (separated by ':') are loaded and may r
 more: a way to try a new scenario without changing dlbench.
 """
 
+import copy
 import itertools
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -225,8 +226,9 @@ class Scenario:
     def combine(self, records: list[dict]) -> dict:
         """One record from a cell's repeats (fresh processes): the samples pooled, the
         spread between the processes, and the 95% interval of the median from that
-        spread (samples of different processes are not independent draws)."""
-        final = records[0]
+        spread (samples of different processes are not independent draws). A new record,
+        built on a copy of the first: the repeats are left as they are."""
+        final = copy.deepcopy(records[0])
         if len(records) == 1 or final["status"] != "ok":
             return final
         timing = final["timing"]

@@ -253,8 +253,8 @@ class Training(OptimizerSettings, Scenario):
                  for name in (ok[0]["timing"]["breakdown"] if ok else {})}
         runs = [r["training"] for r in ok]
         wall_s = sum(r["throughput"].get("wall_s") or sum(r["timing"]["samples_ms"]) / 1e3
-                     for r in ok)  # before the pooling below replaces the first's samples
-        # Each process's wall time per step, before the pooling replaces the first's too.
+                     for r in ok)
+        # Each process's wall time per step.
         walls = [(r.get("throughput") or {}).get("wall_step_ms") for r in ok]
         final = super().combine(records)
         if len(records) == 1 or final["status"] != "ok":
