@@ -54,9 +54,9 @@ class Framework:
     # Libraries that transformers and Keras import whenever they are installed, for code
     # none of its cells runs (scikit-learn for assisted generation and estimator wrappers,
     # SciPy for object detection's loss): its measuring process marks them absent, as it
-    # does the other frameworks (dlbench.frameworks.registry.unused_imports), which saves
-    # seconds of every cell's start-up on 2 cores. One its own code needs stays listed out
-    # (JAX's sparse module imports SciPy).
+    # does the other frameworks (unused_imports, below), which saves seconds of every
+    # cell's start-up on 2 cores. One its own code needs stays listed out (JAX's sparse
+    # module imports SciPy).
     unused_imports: tuple[str, ...] = ("sklearn", "scipy")
 
     # The recipe of its training step as its users run it by default (the analysis of
