@@ -147,6 +147,26 @@ def test_no_layer_imports_a_layer_above_it():
     assert upward_imports(import_graph(modules()), LAYERS) == {}
 
 
+
+# The modules of a framework's folder that the catalogue imports by name (importlib, which
+# the graph does not see): the framework's declaration and its recipes. They are the
+# catalogue's, kept in the framework's folder.
+READ_BY_THE_CATALOGUE = ("about", "recipes")
+
+
+def test_what_the_catalogue_reads_from_a_framework_folder_imports_nothing_above_it():
+    from dlbench import LAYERS
+
+    index = layer_index(LAYERS)
+    graph = import_graph(modules())
+    read = {name: targets for name, targets in graph.items()
+            if name.startswith("dlbench.frameworks.")
+            and name.rpartition(".")[2] in READ_BY_THE_CATALOGUE}
+    assert len(read) >= 2 * 2, sorted(read)  # two frameworks' at least: the check can fail
+    above = {name: sorted(t for t in targets if layer_of(t, index) > index["catalogue"])
+             for name, targets in read.items()}
+    assert {name: targets for name, targets in above.items() if targets} == {}
+
 def test_the_layer_check_sees_an_upward_import(tmp_path):
     """A planted upward import, inside a function, in a fake package parsed like the real
     one, is caught; imports downward, within a layer and of the package's __init__ are
