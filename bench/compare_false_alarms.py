@@ -72,6 +72,7 @@ def stream(folder: Path) -> list[Path]:
 
 def side_folder(files: list[Path], folder: Path, marker: dict | None = None) -> Path:
     """One result set of these runs: their records combined as repeats (in this order)."""
+    from dlbench.files import atomic
     from dlbench.plan.matrix import Cell
     from dlbench.records import result
 
@@ -79,9 +80,9 @@ def side_folder(files: list[Path], folder: Path, marker: dict | None = None) -> 
     record = records[0] if len(records) == 1 else \
         Cell.from_params(records[0]["params"]).spec.combine(records)
     (folder / "runs").mkdir(parents=True)
-    result.write_json_atomic(folder / "runs" / "cell.json", record)
+    atomic.write_json_atomic(folder / "runs" / "cell.json", record)
     if marker is not None:
-        result.write_json_atomic(folder / "interleave.json", marker)
+        atomic.write_json_atomic(folder / "interleave.json", marker)
     return folder
 
 

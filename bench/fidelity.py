@@ -70,7 +70,7 @@ def reference(framework: str, model: str, batch: int, seqlen: int, optimization:
 
 def reference_in_fresh_process(cell: tuple, device: str) -> float:
     """Under the same host lock as a dlbench cell, so that neither meets other cells."""
-    from dlbench.run import devices
+    from dlbench.measure import devices
 
     with devices.exclusive(device):
         done = subprocess.run(

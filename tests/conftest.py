@@ -13,7 +13,7 @@ import pytest
 import yaml
 from filelock import FileLock
 
-from dlbench.frameworks import registry
+from dlbench.catalogue import frameworks
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -21,7 +21,7 @@ BIN = Path(sys.executable).parent
 # A matrix of the tiny models that runs in about two minutes: every framework, every
 # optimization, a length beyond the tiny models' 64 positions and a GPU that is not here.
 TINY_CONFIG = {
-    "frameworks": list(registry.REGISTERED),
+    "frameworks": list(frameworks.REGISTERED),
     "devices": ["cpu", "gpu"],
     "inference": {
         "models": ["tiny-bert", "tiny-gpt2"],
@@ -197,7 +197,7 @@ def pytest_configure(config):
     """Each worker's cells take turns for the device among themselves only: the two workers'
     measurements overlap (none of them is a speed under test, and an `alone` test has the
     machine to itself), so that one worker's long training cell does not keep the other's
-    cells waiting for the host-wide device lock (dlbench.run.devices)."""
+    cells waiting for the host-wide device lock (dlbench.measure.devices)."""
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if worker and "DLBENCH_LOCK_DIR" not in os.environ:
         run = os.environ["PYTEST_XDIST_TESTRUNUID"]

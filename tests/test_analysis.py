@@ -30,10 +30,11 @@ from dlbench.analysis import (
     uncertainty,
 )
 from dlbench.analysis.summary import derive, load, of_scenario, scenarios, timed
+from dlbench.files import atomic
 from dlbench.measure.flags import NOISY_STEAL_FRACTION, UNSTABLE_RELATIVE_IQR
 from dlbench.measure.sampler import ProcessSampler, Sample
 from dlbench.measure.stats import summarize
-from dlbench.records import aggregate, result
+from dlbench.records import aggregate
 from dlbench.records import record as records
 from tests.conftest import REPO
 
@@ -340,7 +341,7 @@ def harness_record(tmp_path: Path, name: str, samples_ms: list[float], steal: fl
     sampler.memory = [(s.time, s.rss_mb) for s in sampler.samples]
     record = records.annotate(record, sampler, None)
     path = tmp_path / f"{name}.json"
-    result.write_json_atomic(path, record)
+    atomic.write_json_atomic(path, record)
     return path
 
 

@@ -1,7 +1,7 @@
 """The analysis with a third framework: synthetic summaries of PyTorch, TensorFlow and JAX
 (`jax`, labelled JAX), worked out by hand. Nothing here names the frameworks inside the
-analysis: they come from the registry (dlbench.plan.axes), where the fixture registers JAX if it
-is not there yet."""
+analysis: they come from the registry (dlbench.catalogue.axes), where the fixture registers
+JAX if it is not there yet."""
 
 import matplotlib
 import numpy as np
@@ -21,8 +21,7 @@ from dlbench.analysis import (
     training,
 )
 from dlbench.analysis.summary import timed
-from dlbench.frameworks import registry
-from dlbench.plan import axes
+from dlbench.catalogue import axes, frameworks
 from tests import test_train_step_analysis as steps
 from tests.test_analysis import cell, frame, with_ci
 from tests.test_training import trained_cells
@@ -207,7 +206,7 @@ def test_the_gpu_and_mixed_precision_prose_lists_every_registered_framework(monk
     """One line per registered framework, in the registry's order, each its own
     declaration's words; a framework that declares nothing is listed as such (not left
     out, not described as another)."""
-    declared = registry.frameworks()
+    declared = frameworks.declarations()
     assert [f.name for f in declared] == ["pytorch", "tensorflow", "jax"]
     timing, kept = gpu.how_measured(), precision.how_each_framework()
     assert len(timing) == len(kept) == 3
@@ -219,9 +218,9 @@ def test_the_gpu_and_mixed_precision_prose_lists_every_registered_framework(monk
     # A fourth framework that declares nothing.
     import dataclasses
 
-    bare = dataclasses.replace(registry.get("jax"), name="other", label="Other",
+    bare = dataclasses.replace(frameworks.get("jax"), name="other", label="Other",
                                gpu_timing="", gpu_memory="", mixed_precision="")
-    monkeypatch.setattr(registry, "frameworks", lambda: (*declared, bare))
+    monkeypatch.setattr(frameworks, "declarations", lambda: (*declared, bare))
     assert gpu.how_measured()[3] == ("**Other**: timed not declared by the framework; "
                                      "memory: not declared by the framework.")
     assert precision.how_each_framework()[3] == "**Other**: not declared by the framework."

@@ -13,8 +13,8 @@ import pytest
 
 from dlbench.analysis import bottleneck
 from dlbench.data import __main__ as data_cli
+from dlbench.measure import faults
 from dlbench.records import result
-from dlbench.run import faults
 from dlbench.run.profiler import PROGRAM_VARIABLE
 from tests.conftest import tool_env
 

@@ -10,9 +10,10 @@ import jsonschema
 import pytest
 
 from dlbench import cli, scenarios
-from dlbench.plan import codec, config, settings
+from dlbench.plan import config, settings
 from dlbench.plan.jobs import job_args
 from dlbench.plan.matrix import expand_cells
+from dlbench.scenarios import codec
 from dlbench.scenarios.train_step import TrainStep
 from tests.conftest import TINY_CONFIG
 

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from dlbench import cli
-from dlbench.analysis import detectable
+from dlbench.analysis import detectable, resultset
 from dlbench.analysis.compare import (
     DRIFT_FLOOR,
     IMPROVEMENT,
@@ -25,8 +25,8 @@ from dlbench.analysis.compare import (
     mann_whitney,
     paired,
 )
-from dlbench.plan import paths
-from dlbench.records import aggregate, resultset
+from dlbench.files import paths
+from dlbench.records import aggregate
 from tests.conftest import REPO, headless_chrome, snakemake, start_from, tiny_config, tool_env
 
 RUNS = REPO / "tests" / "data" / "v1_results" / "per_cell" / "runs"

@@ -11,10 +11,10 @@ import sys
 import pytest
 import yaml
 
+from dlbench.catalogue.axes import FRAMEWORKS
 from dlbench.catalogue.models import MODELS
 from dlbench.catalogue.recipes import optimizations
 from dlbench.plan import config
-from dlbench.plan.axes import FRAMEWORKS
 from tests.conftest import TINY_CONFIG, snakemake, tiny_config, tool_env
 
 

@@ -13,7 +13,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dlbench.plan import config, paths
+from dlbench.files import atomic, paths
+from dlbench.plan import config
 from dlbench.plan.matrix import expand_cells
 from dlbench.records import result
 from tests.conftest import REPO, snakemake, start_from, tiny_config, tool_env
@@ -93,13 +94,13 @@ def test_a_full_disk_keeps_the_previous_summary_and_says_so(small_disk):
 
 
 def test_writing_names_the_file_for_each_kind_of_full_disk(tmp_path):
-    for code in result.DISK_FULL_ERRNOS:  # the device, a quota, a file size limit
+    for code in atomic.DISK_FULL_ERRNOS:  # the device, a quota, a file size limit
         target = tmp_path / "summary.csv"
-        with pytest.raises(result.DiskFull, match=f"while writing {target}: it was not"):
-            with result.replacing(target):
+        with pytest.raises(atomic.DiskFull, match=f"while writing {target}: it was not"):
+            with atomic.replacing(target):
                 raise OSError(code, "as the operating system says it")
     with pytest.raises(PermissionError):  # any other error stays what it was
-        with result.replacing(tmp_path / "x"):
+        with atomic.replacing(tmp_path / "x"):
             raise PermissionError(errno.EACCES, "denied")
     assert not list(tmp_path.iterdir())
 

@@ -1,6 +1,6 @@
 """The documentation holds: README.md, docs/*.md and config/README.md link only to files and
 headings that exist; the repository paths they name in backticks exist, and the results/,
-report/ and logs/ paths are ones the workflow writes (dlbench.plan.paths names every one);
+report/ and logs/ paths are ones the workflow writes (dlbench.files.paths names every one);
 the adding-a-framework page names every module a framework's folder needs, read from the
 code; the README stays short and links every page. Each check returns what is wrong, and a
 planted fault in a temporary copy of a page shows that it can fail."""
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from dlbench.plan import paths
+from dlbench.files import paths
 from tests.conftest import REPO
 from tests.test_registry import SCENARIOS  # the scenarios the conformance test checks
 
@@ -30,7 +30,7 @@ REPOSITORY_PREFIXES = ("config/", "src/", "workflow/", "scripts/", "bench/", "te
                        "envs/", "docs/")
 # …and those that a run generates (git-ignored): each must be one the workflow writes.
 GENERATED_PREFIXES = ("results/", "report/", "logs/")
-# Generated files named in the docs that dlbench.plan.paths does not name ("*": any name),
+# Generated files named in the docs that dlbench.files.paths does not name ("*": any name),
 # each with the file that makes it and what that file must say of it.
 GENERATED_ELSEWHERE = {
     "report/provenance.html": ("Snakefile", "--report report/provenance.html"),
@@ -114,7 +114,7 @@ def named_paths(page: Path) -> list[str]:
 
 
 def generated_patterns() -> list[re.Pattern]:
-    """What the workflow writes, from dlbench.plan.paths (its constants, and each path
+    """What the workflow writes, from dlbench.files.paths (its constants, and each path
     function with a wildcard for each argument), with every folder above each."""
     wildcard = "\0"
     written = [v for v in vars(paths).values() if isinstance(v, str) and "/" in v]
@@ -210,11 +210,11 @@ def test_the_adding_a_framework_page_names_every_module_a_framework_needs():
 def test_the_module_list_is_read_from_the_code_and_is_what_the_frameworks_have():
     """Not blind: it holds each scenario the conformance test checks and what dlbench
     imports by name, and every registered framework's folder has every module."""
-    from dlbench.frameworks import registry
+    from dlbench.catalogue import frameworks
 
     modules = framework_modules()
     assert set(SCENARIOS) < set(modules) and len(modules) > len(SCENARIOS) + 1
-    for framework in registry.REGISTERED:
+    for framework in frameworks.REGISTERED:
         folder = REPO / "src" / "dlbench" / "frameworks" / framework
         assert [m for m in modules if not (folder / f"{m}.py").is_file()] == [], framework
 

@@ -209,7 +209,7 @@ def test_a_library_above_the_theoretical_peak_is_said_with_its_units(tmp_path):
     """The note that a library measured above the theoretical figure (peak.combine writes
     it) starts its sentence in upper case and keeps its units as written: 'GFLOP/s' and
     'MHz', not 'gflop/s' and 'mhz' (str.capitalize lowercased them). Below it: no note."""
-    from dlbench.measure import peak
+    from dlbench.run import peak
     from tests.test_peak import _library
 
     def written(gflops):

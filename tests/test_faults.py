@@ -14,7 +14,8 @@ import pandas as pd
 import psutil
 import pytest
 
-from dlbench.plan import config, paths
+from dlbench.files import paths
+from dlbench.plan import config
 from dlbench.plan.matrix import expand_cells
 from dlbench.records import result
 from tests.conftest import REPO, TINY_RUN, snakemake, start_from, tiny_config, tool_env
@@ -258,8 +259,8 @@ def test_slurms_reason_for_a_stop(fields, why):
 def test_recoverys_stand_in_for_a_missing_record_is_no_attempt(tmp_path):
     """The record that recovery writes for a cell without one (its job killed outright, or
     never started) is no known attempt: the job that measures the cell counts none."""
+    from dlbench import recovery
     from dlbench.plan import settings
-    from dlbench.run import recovery
 
     cell = next(c for c in expand_cells(config.validate(SMALL))
                 if c.id == "pytorch_tiny-bert_cpu_b1_s8_eager")
@@ -283,7 +284,7 @@ sys.modules["bs4"] = None  # as if not installed: importing it raises ImportErro
 from pathlib import Path
 from dlbench.plan import config, settings
 from dlbench.plan.matrix import expand_cells
-from dlbench.run import recovery
+from dlbench import recovery
 cells = expand_cells(config.validate({SMALL!r}))
 Path("results/failed").mkdir(parents=True)
 recovery.records(cells[:1], settings.defaults(), Path("results/runs"), Path("results/failed"))

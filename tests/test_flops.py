@@ -5,10 +5,10 @@ import os
 
 import pytest
 
+from dlbench.catalogue import frameworks
 from dlbench.catalogue.models import MODELS
 from dlbench.catalogue.models.vision import MODELS as CNNS
 from dlbench.catalogue.models.vision import get_cnn
-from dlbench.frameworks import registry
 from dlbench.measure import flops
 
 TINY = [name for name in MODELS if name.startswith("tiny-")]
@@ -56,7 +56,7 @@ def test_the_flop_counter_agrees_on_a_tiny_transformer(name):
     spec = MODELS[name]
     config = getattr(transformers, spec.classes.config_class)(**spec.params)
     config._attn_implementation = "eager"
-    model = getattr(transformers, registry.get("pytorch").model_class(spec.family))(config).eval()
+    model = getattr(transformers, frameworks.get("pytorch").model_class(spec.family))(config).eval()
     ids = torch.randint(5, spec.vocab_size, (2, 16))
     assert _counted(model, ids) == pytest.approx(flops.forward_flops(name, 2, 16), rel=0.02)
 
@@ -73,7 +73,7 @@ def test_the_flop_counter_agrees_on_the_default_matrixs_real_models(name):
     spec = MODELS[name]
     config = getattr(transformers, spec.classes.config_class)(**spec.params)
     config._attn_implementation = "eager"
-    model = getattr(transformers, registry.get("pytorch").model_class(spec.family))(config).eval()
+    model = getattr(transformers, frameworks.get("pytorch").model_class(spec.family))(config).eval()
     ids = torch.randint(5, spec.vocab_size, (1, 64))
     assert _counted(model, ids) == flops.forward_flops(name, 1, 64)
 

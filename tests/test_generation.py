@@ -9,8 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from dlbench.catalogue import recipes
-from dlbench.frameworks import registry
+from dlbench.catalogue import frameworks, recipes
 from dlbench.plan import config
 from dlbench.plan.matrix import expand_cells
 from dlbench.records import result
@@ -211,7 +210,7 @@ CELLS = [("pytorch", "eager", {"DLBENCH_TEST_FAULT": "wrong-cache@.*_static-cach
                          ids=[f"{f}-{o}" for f, o, _ in CELLS])
 def test_one_cell_per_framework_generates_the_reference_ids(tmp_path, shared, framework,
                                                             optimization, env):
-    if framework not in registry.REGISTERED:
+    if framework not in frameworks.REGISTERED:
         pytest.skip(f"{framework} is not registered")
     record = run_cell(tmp_path / "cell.json", shared, framework, optimization, **env)
     check_generates_the_reference_ids(record, framework, optimization)
@@ -299,7 +298,7 @@ def test_generation_makes_every_new_token_past_the_end_of_text_id(framework, opt
     the generation's first token."""
     import json
 
-    if framework not in registry.REGISTERED:
+    if framework not in frameworks.REGISTERED:
         pytest.skip(f"{framework} is not registered")
     done = subprocess.run([sys.executable, "-c", PLANTED_END, framework, *optimizations],
                           capture_output=True, text=True, env=tool_env(), timeout=600)

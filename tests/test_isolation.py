@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from dlbench.frameworks import registry
-from dlbench.measure import peak
+from dlbench.catalogue import frameworks
+from dlbench.run import peak
 from tests.conftest import tool_env
 
 
@@ -66,18 +66,18 @@ calls, real = [], os.umask
 os.umask = lambda mask: calls.append(mask) or real(mask)
 os.umask(0o027)
 import dlbench.records.result, dlbench.cli, dlbench.records.record
-from dlbench.records.result import default_file_mode, write_json_atomic
+from dlbench.files.atomic import default_file_mode, write_json_atomic
 write_json_atomic("/tmp/dlbench-umask-test.json", {})
 print(calls, oct(default_file_mode()), oct(os.stat("/tmp/dlbench-umask-test.json").st_mode))
 """
     assert python(code) == "[23] 0o640 0o100640"
 
 
-@pytest.mark.parametrize("framework", registry.REGISTERED)
+@pytest.mark.parametrize("framework", frameworks.REGISTERED)
 def test_a_cell_imports_no_other_framework_nor_unused_libraries(tmp_path, framework):
     """transformers imports every framework it finds, TensorFlow Lite imports JAX, and both
     import scikit-learn and SciPy: seconds of a cell's start-up on 2 cores. A cell imports
-    its own framework and none of those (registry.unused_imports), and still runs."""
+    its own framework and none of those (frameworks.unused_imports), and still runs."""
     out = tmp_path / "cell.json"
     done = subprocess.run(
         [sys.executable, "-m", "dlbench", "run", f"--framework={framework}",
@@ -94,8 +94,8 @@ def _imports_of_one_framework(framework: str, profile: str) -> set[str]:
     """The packages a process imported (PYTHONPROFILEIMPORTTIME's lines), checked to hold
     `framework` and none of its unused imports."""
     imported = _imported_packages(profile)
-    assert registry.packages(framework) & imported
-    unused = registry.unused_imports(framework)
+    assert frameworks.packages(framework) & imported
+    unused = frameworks.unused_imports(framework)
     assert not imported & unused, imported & unused
     return imported
 
@@ -145,8 +145,8 @@ def tiny_gpt2_weights(tmp_path_factory):
 
 
 @pytest.mark.parametrize("job,framework", [
-    *((job, registry.REFERENCE_FRAMEWORK) for job in ("weights", "output", "generation")),
-    *(("peak", framework) for framework in registry.REGISTERED)])
+    *((job, frameworks.REFERENCE_FRAMEWORK) for job in ("weights", "output", "generation")),
+    *(("peak", framework) for framework in frameworks.REGISTERED)])
 def test_the_workflows_other_jobs_of_one_framework_import_nothing_unused(request, tmp_path,
                                                                          job, framework):
     """The reference weights, output and generation (PyTorch's) and a peak library's GEMMs,

@@ -1,4 +1,5 @@
-"""The package's shape: its import graph has no cycles, and the layers import downwards."""
+"""The package's shape: its import graph has no cycles, and each layer of dlbench.LAYERS
+imports only from the layers below it."""
 
 import ast
 from pathlib import Path
@@ -94,24 +95,107 @@ def test_the_cycle_check_sees_a_cycle():
     assert sorted(cycles(graph)) == [["a", "b"], ["c", "d", "e"]]
 
 
-# The layers of today's layout that hold (each pair names packages that exist, so each can
-# fail). Some do not hold yet: the analysis formats numbers with dlbench.report.format,
-# dlbench.measure.cell starts the profiler of dlbench.run, and the plan asks the scenarios'
-# and frameworks' registries what applies.
-@pytest.mark.parametrize("lower, upper", [
-    ("dlbench.measure", "dlbench.analysis"), ("dlbench.measure", "dlbench.scenarios"),
-    ("dlbench.catalogue", "dlbench.scenarios"), ("dlbench.catalogue", "dlbench.frameworks"),
-    ("dlbench.catalogue", "dlbench.run"), ("dlbench.frameworks", "dlbench.analysis"),
-    ("dlbench.frameworks", "dlbench.report"), ("dlbench.frameworks", "dlbench.plan"),
-    ("dlbench.scenarios", "dlbench.analysis"), ("dlbench.scenarios", "dlbench.run"),
-    ("dlbench.scenarios", "dlbench.records"), ("dlbench.plan", "dlbench.run"),
-    ("dlbench.plan", "dlbench.records"), ("dlbench.plan", "dlbench.analysis"),
-    ("dlbench.plan", "dlbench.report"),
-])
-def test_a_lower_layer_never_imports_a_higher_one(lower, upper):
+# -- the layers (dlbench.LAYERS): a package or module imports nothing of a layer above its own
+
+
+def layer_index(layers: tuple[tuple[str, ...], ...]) -> dict[str, int]:
+    """Each name directly under dlbench/ (a package or a module) → its layer, from 0 at the
+    bottom."""
+    return {name: i for i, names in enumerate(layers) for name in names}
+
+
+def layer_of(module: str, index: dict[str, int]) -> int:
+    """The layer of a dotted module: its top-level package's or module's; the package's own
+    __init__ (`dlbench`) lies beneath every layer. KeyError for a name in no layer."""
+    parts = module.split(".")
+    return -1 if len(parts) == 1 else index[parts[1]]
+
+
+def upward_imports(graph: dict[str, set[str]], layers: tuple[tuple[str, ...], ...]
+                   ) -> dict[tuple[str, str], list[str]]:
+    """(importing package, imported package) → the module imports behind it, for every
+    import of a layer above the importer's."""
+    index = layer_index(layers)
+    found: dict[tuple[str, str], list[str]] = {}
+    for name, targets in sorted(graph.items()):
+        for target in sorted(targets):
+            if layer_of(target, index) > layer_of(name, index):
+                packages = (".".join(name.split(".")[:2]), ".".join(target.split(".")[:2]))
+                found.setdefault(packages, []).append(f"{name} -> {target}")
+    return found
+
+
+def test_every_package_and_module_has_one_layer():
+    """LAYERS names each folder and module directly under dlbench/ exactly once, and
+    nothing else: a new package has to take its place in the order."""
+    from dlbench import LAYERS
+
+    named = [name for names in LAYERS for name in names]
+    present = {path.stem if path.is_file() else path.name
+               for path in (SRC / "dlbench").iterdir()
+               if (path.suffix == ".py" and path.name != "__init__.py")
+               or (path / "__init__.py").is_file()}
+    assert sorted(named) == sorted(set(named)), "a name in two layers"
+    assert set(named) == present
+
+
+def test_no_layer_imports_a_layer_above_it():
+    """Over packages: no module imports one of a layer above its own package's, anywhere
+    in its text (imports inside functions too: deferring one does not change the design)."""
+    from dlbench import LAYERS
+
+    assert upward_imports(import_graph(modules()), LAYERS) == {}
+
+
+
+# The modules of a framework's folder that the catalogue imports by name (importlib, which
+# the graph does not see): the framework's declaration and its recipes. They are the
+# catalogue's, kept in the framework's folder.
+READ_BY_THE_CATALOGUE = ("about", "recipes")
+
+
+def test_what_the_catalogue_reads_from_a_framework_folder_imports_nothing_above_it():
+    from dlbench import LAYERS
+
+    index = layer_index(LAYERS)
     graph = import_graph(modules())
-    offending = {name: sorted(t for t in targets if t == upper or t.startswith(upper + "."))
-                 for name, targets in graph.items()
-                 if name == lower or name.startswith(lower + ".")}
-    assert offending, f"no module of {lower}"  # the layer exists: the check can fail
-    assert {k: v for k, v in offending.items() if v} == {}
+    read = {name: targets for name, targets in graph.items()
+            if name.startswith("dlbench.frameworks.")
+            and name.rpartition(".")[2] in READ_BY_THE_CATALOGUE}
+    assert len(read) >= 2 * 2, sorted(read)  # two frameworks' at least: the check can fail
+    above = {name: sorted(t for t in targets if layer_of(t, index) > index["catalogue"])
+             for name, targets in read.items()}
+    assert {name: targets for name, targets in above.items() if targets} == {}
+
+def test_the_layer_check_sees_an_upward_import(tmp_path):
+    """A planted upward import, inside a function, in a fake package parsed like the real
+    one, is caught; imports downward, within a layer and of the package's __init__ are
+    not."""
+    files = {
+        "dlbench/__init__.py": "LAYERS = ()\n",
+        "dlbench/low/__init__.py": "",
+        "dlbench/low/a.py": "import dlbench\n\n\ndef f():\n    from dlbench.high import b\n",
+        "dlbench/high/__init__.py": "from dlbench.low.a import f\n",
+        "dlbench/high/b.py": "from dlbench.high import c\nfrom dlbench import low\n",
+        "dlbench/high/c.py": "",
+        "dlbench/top.py": "from dlbench.high.b import c\n",
+        "dlbench/side.py": "from dlbench import top\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    found = {}
+    for path in (tmp_path / "dlbench").rglob("*.py"):
+        parts = list(path.relative_to(tmp_path).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    graph = import_graph(found)
+    layers = (("low",), ("high",), ("top", "side"))
+    assert upward_imports(graph, layers) == {
+        ("dlbench.low", "dlbench.high"): ["dlbench.low.a -> dlbench.high.b"]}
+    # The same graph with the order turned over: every downward import is now upward.
+    assert set(upward_imports(graph, layers[::-1])) == {
+        ("dlbench.high", "dlbench.low"), ("dlbench.top", "dlbench.high")}
+    with pytest.raises(KeyError):  # a package in no layer is an error, not a pass
+        upward_imports(graph, (("low",), ("high",)))

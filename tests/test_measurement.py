@@ -404,6 +404,28 @@ def test_repeats_take_their_interval_from_the_spread_between_processes():
         "median_ci95_ms"][1]
 
 
+
+def test_combining_repeats_makes_a_new_record_and_leaves_the_repeats_as_they_were():
+    """A scenario's combine returns a new record: the repeats it is given, the first one
+    included (the record starts from a copy of it), are unchanged, whether it pools them or
+    passes the first on (a single repeat, a failed one)."""
+    from dlbench import scenarios
+
+    records = [repeat_record(list(np.linspace(m - 0.01, m + 0.01, 100)))
+               for m in (10.0, 11.0, 12.0)]
+    records[0]["utilization"] = {"gpu_process_memory_peak_mb": 10.0}
+    records[1]["utilization"] = {"gpu_process_memory_peak_mb": 30.0}
+    before = json.loads(json.dumps(records))
+    combined = scenarios.Scenario().combine(records)
+    assert records == before
+    assert combined["timing"]["iterations"] == 300 and combined["timing"]["repeats"]
+    assert combined["utilization"]["gpu_process_memory_peak_mb"] == 30.0
+    for given in (records[:1], [{**records[0], "status": "error"}, records[1]]):
+        passed_on = scenarios.Scenario().combine(given)
+        assert passed_on == given[0] and passed_on is not given[0]
+        passed_on["timing"]["median_ms"] = -1.0  # the record's own, not the repeat's
+    assert records == before
+
 # --- memory by phase --------------------------------------------------------------------
 
 

@@ -12,11 +12,11 @@ import sys
 import numpy as np
 import pytest
 
-from dlbench.catalogue import recipes
+from dlbench.catalogue import frameworks, recipes
 from dlbench.catalogue.models import MODELS
 from dlbench.catalogue.precisions import PRECISIONS
 from dlbench.catalogue.recipes import TEST_RECIPES_VARIABLE
-from dlbench.frameworks import cpu_precision_problem, registry
+from dlbench.frameworks import cpu_precision_problem
 from dlbench.measure.correctness import compare, load_reference, save_reference
 from dlbench.records import result
 from dlbench.scenarios.inference import cell as Cell
@@ -101,7 +101,7 @@ def expected_problem(optimization: str) -> str | None:
 
 
 def test_every_recipe_combines_with_its_precisions_under_config_friendly_names():
-    for framework in registry.REGISTERED:
+    for framework in frameworks.REGISTERED:
         for recipe in recipes.declared(framework):
             if "inference" not in recipe.scenarios:
                 continue
@@ -169,7 +169,7 @@ def test_applicable_combinations_have_none():
 
 
 def test_the_2019_models_have_both_frameworks_and_a_tiny_variant():
-    both = [registry.get("pytorch"), registry.get("tensorflow")]
+    both = [frameworks.get("pytorch"), frameworks.get("tensorflow")]
     for name in ("roberta-base", "distilgpt2", "xlnet-base-cased", "xlm-mlm-en-2048"):
         spec = MODELS[name]
         assert all(framework.model_class(spec.family) for framework in both)
@@ -212,11 +212,11 @@ def test_a_stale_reference_is_refused(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("framework", [f for f in registry.REGISTERED if f != "pytorch"])
+@pytest.mark.parametrize("framework", [f for f in frameworks.REGISTERED if f != "pytorch"])
 def test_other_frameworks_get_pytorchs_weights_without_torch(references, framework):
     """Every 2019 family with a class in the framework, in one process: the same function
     as PyTorch, to fp32."""
-    about = registry.get(framework)
+    about = frameworks.get(framework)
     models = [m for m in MODELS_HERE if about.model_class(MODELS[m].family)]
     code = f"""
 import sys
@@ -305,7 +305,7 @@ def test_optimization_runs_checks_and_validates(cells, framework, model, optimiz
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("framework", registry.REGISTERED)
+@pytest.mark.parametrize("framework", frameworks.REGISTERED)
 def test_a_planted_wrong_answer_is_flagged(cells, framework):
     record = cells(framework, "tiny-bert", "planted-error")
     assert record["status"] == "ok"

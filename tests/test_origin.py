@@ -8,12 +8,12 @@ import pandas as pd
 import pytest
 
 import dlbench
-from dlbench.analysis import headline, ratio
+from dlbench.analysis import headline, ratio, resultset
 from dlbench.analysis.compare import compare
 from dlbench.analysis.status import from_elsewhere
 from dlbench.analysis.summary import derive, timed
 from dlbench.plan import settings
-from dlbench.records import aggregate, origin, resultset
+from dlbench.records import aggregate, origin
 from dlbench.records.record import finish, new_record
 from dlbench.scenarios.cell import Cell
 from tests.conftest import snakemake, tiny_config

@@ -1,12 +1,13 @@
-"""The rules' patterns and the Python side's paths are the same (dlbench.plan.paths): every job
+"""The rules' patterns and the Python side's paths are the same (dlbench.files.paths): every job
 that the workflow plans writes exactly the files and logs that the Python side computes for
 its cells and shared inputs, and its command names them."""
 
 import re
 
-from dlbench.measure import peak
-from dlbench.plan import config, paths
+from dlbench.files import paths
+from dlbench.plan import config
 from dlbench.plan.matrix import expand_cells
+from dlbench.run import peak
 from tests.conftest import snakemake
 
 # Every scenario, a group (inference, per_group) and cells that cannot apply (graph in
@@ -81,7 +82,7 @@ def test_the_rules_write_the_paths_that_python_computes(tmp_path):
                for rule, f in jobs if rule != "all"}
     validated = config.validate(CONFIG)
     assert planned == python_side(validated)
-    # The commands name the files that the Python side reads back (dlbench.run.recovery): a
+    # The commands name the files that the Python side reads back (dlbench.recovery): a
     # cell's failed record, a group's folder of results.
     cells = {cell.result_path: cell for cell in expand_cells(validated)}
     commands = {f["output"]: f["Shell command"] for rule, f in jobs

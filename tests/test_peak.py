@@ -11,10 +11,12 @@ import sys
 
 import pytest
 
-from dlbench.frameworks import cpu_precision_problem, registry
-from dlbench.measure import peak, theoretical
-from dlbench.plan.paths import peak as peak_path
-from dlbench.plan.paths import peak_library as library_path
+from dlbench.catalogue import frameworks
+from dlbench.files.paths import peak as peak_path
+from dlbench.files.paths import peak_library as library_path
+from dlbench.frameworks import cpu_precision_problem
+from dlbench.measure import theoretical
+from dlbench.run import peak
 from tests.conftest import tool_env
 
 # A generous ceiling per logical CPU: 5 GHz × 64 FLOP per cycle (two 16-wide fp32 FMA units,
@@ -37,7 +39,7 @@ def _peak(tmp_path, precision: str, *extra: str, env: dict | None = None, thread
 def test_every_library_is_measured_and_the_best_is_the_named_peak(tmp_path):
     record, line = _peak(tmp_path, "fp32", "--seconds=0.3", "--size=256", "--size=384")
     # Every library every registered framework declares for the CPU.
-    declared = {library.key for framework in registry.frameworks()
+    declared = {library.key for framework in frameworks.declarations()
                 for library in framework.gemm_libraries if "cpu" in library.devices}
     assert {"torch-linear", "torch-onednn", "tf-matmul"} <= declared
     assert set(record["libraries"]) == declared
@@ -58,7 +60,7 @@ def test_every_library_is_measured_and_the_best_is_the_named_peak(tmp_path):
     # Each framework's own product: its default library.
     assert record["framework_gemm"] == {
         framework.name: {"library": default.key, "gflops": figures[default.key]}
-        for framework in registry.frameworks()
+        for framework in frameworks.declarations()
         for default in framework.gemm_libraries if default.default}
     assert record["framework_gemm"]["pytorch"]["library"] == "torch-linear"
     assert record["environment"]["hardware_fingerprint"]

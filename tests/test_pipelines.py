@@ -15,10 +15,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from dlbench.catalogue import frameworks
 from dlbench.catalogue.recipes import declared
 from dlbench.data import __main__ as data_cli
 from dlbench.data import pipeline as pipelines
-from dlbench.frameworks import registry
 from dlbench.measure.training import efficiency, throughput
 from dlbench.records import result
 from tests.conftest import tool_env
@@ -106,7 +106,7 @@ print(json.dumps(found))
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("framework", registry.REGISTERED)
+@pytest.mark.parametrize("framework", frameworks.REGISTERED)
 def test_every_pipeline_hands_the_model_its_recipes_layout(tiny_data, framework):
     """Every pipeline × every recipe: the batch a pipeline yields is in the framework's
     canonical layout (PyTorch: NCHW, contiguous; TensorFlow: NHWC, or NCHW for
@@ -175,7 +175,7 @@ def decode_waits(data, framework: str, old: bool = False) -> dict[str, list[floa
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("framework", registry.REGISTERED)
+@pytest.mark.parametrize("framework", frameworks.REGISTERED)
 def test_w0_decodes_a_batch_only_when_the_step_asks_for_it(tiny_data, framework):
     """Decoding a batch sleeps 10 ms an image (a planted slow decoder); after a 0.5 s step,
     w0's next batch still takes its full decoding time (it was not built during the step),

@@ -47,7 +47,7 @@ def test_a_recipe_declared_in_a_framework_is_that_frameworks_only(plant):
 def test_the_precision_is_the_declared_one_not_the_names_suffix(plant):
     plant("pytorch", PLANTED)
     assert recipes.optimization("inference", "planted-bf16").precision.name == "fp32"
-    # What a cell's arithmetic is set to (dlbench.measure.cell) and the peak it is held to.
+    # What a cell's arithmetic is set to (dlbench.run.cell) and the peak it is held to.
     assert scenarios.get("inference").precision("planted-bf16") == "fp32"
     # The summary of a cell that recorded no precision (an unsupported one).
     import pandas as pd

@@ -13,20 +13,21 @@ from typing import Any
 import pytest
 
 from dlbench import scenarios
+from dlbench.catalogue import frameworks
+from dlbench.catalogue.axes import DEVICES, FRAMEWORK_LABELS, FRAMEWORKS
 from dlbench.catalogue.models import FAMILIES
-from dlbench.frameworks import registry
 from dlbench.frameworks.conformance import problems
-from dlbench.measure import env, peak
-from dlbench.plan.axes import DEVICES, FRAMEWORK_LABELS, FRAMEWORKS
+from dlbench.measure import env
+from dlbench.run import peak
 from dlbench.scenarios.inference_ops import InferenceOps
 from tests.conftest import REPO, tool_env
 
 SCENARIOS = [name for name, s in scenarios.scenarios().items() if s.ops_interface]
 
 
-@pytest.mark.parametrize("name", registry.REGISTERED)
+@pytest.mark.parametrize("name", frameworks.REGISTERED)
 def test_a_registered_framework_declares_itself_in_its_folder(name):
-    framework = registry.get(name)
+    framework = frameworks.get(name)
     assert framework.name == name and framework.label
     assert (REPO / framework.environment).is_file()
     assert framework.distributions
@@ -41,20 +42,20 @@ def test_a_registered_framework_declares_itself_in_its_folder(name):
 
 
 def test_the_axes_listings_and_peak_libraries_come_from_the_registry():
-    assert FRAMEWORKS == registry.REGISTERED
-    assert list(FRAMEWORK_LABELS) == list(registry.REGISTERED)
+    assert FRAMEWORKS == frameworks.REGISTERED
+    assert list(FRAMEWORK_LABELS) == list(frameworks.REGISTERED)
     assert len(set(FRAMEWORK_LABELS.values())) == len(FRAMEWORKS)
-    for framework in registry.frameworks():
+    for framework in frameworks.declarations():
         assert set(framework.distributions) <= set(env.LIBRARIES)
         for library in framework.gemm_libraries:
             assert peak.LIBRARIES[library.key].framework == framework.name
-    assert len(peak.LIBRARIES) == sum(len(f.gemm_libraries) for f in registry.frameworks())
-    assert registry.REFERENCE_FRAMEWORK in registry.REGISTERED
+    assert len(peak.LIBRARIES) == sum(len(f.gemm_libraries) for f in frameworks.declarations())
+    assert frameworks.REFERENCE_FRAMEWORK in frameworks.REGISTERED
 
 
 def test_an_unregistered_framework_is_refused():
     with pytest.raises(ValueError, match="unknown framework 'caffe'"):
-        registry.get("caffe")
+        frameworks.get("caffe")
 
 
 def test_a_family_without_a_class_in_a_framework_is_unsupported_there(monkeypatch):
@@ -62,11 +63,11 @@ def test_a_family_without_a_class_in_a_framework_is_unsupported_there(monkeypatc
     without an XLM class makes its XLM cells unsupported, and only those."""
     from dlbench.scenarios.inference import cell
 
-    declared = registry.get("tensorflow")
+    declared = frameworks.get("tensorflow")
     classes = {k: v for k, v in declared.model_classes.items() if k != "xlm"}
     planted = dataclasses.replace(declared, model_classes=classes)
-    real = registry.get
-    monkeypatch.setattr(registry, "get", lambda name: planted if name == "tensorflow"
+    real = frameworks.get
+    monkeypatch.setattr(frameworks, "get", lambda name: planted if name == "tensorflow"
                         else real(name))
     assert cell("tensorflow", "tiny-xlm", "cpu", 1, 8, "eager").unsupported_reason() == (
         "transformers 4.57 has no TensorFlow class for tiny-xlm (xlm)")
@@ -80,9 +81,10 @@ def test_the_registry_imports_nothing_heavy():
     script = ("import sys\n"
               "heavy = lambda: sorted({m.split('.')[0] for m in sys.modules} & {'torch', "
               "'tensorflow', 'jax', 'transformers', 'numpy'})\n"
-              "from dlbench.frameworks import registry; from dlbench.plan import axes\n"
-              "registry.frameworks(); print(heavy())\n"
-              "from dlbench.measure import env, peak\n"
+              "from dlbench.catalogue import frameworks, axes\n"
+              "frameworks.declarations(); print(heavy())\n"
+              "from dlbench.measure import env\n"
+              "from dlbench.run import peak\n"
               "print([m for m in heavy() if m != 'numpy'])\n")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          env=tool_env(), cwd=REPO, timeout=120, check=True).stdout
@@ -137,7 +139,7 @@ def conformance():
     def of(framework: str) -> dict:
         if framework not in checked:
             checked[framework] = _check(f"dlbench.frameworks.{framework}",
-                                        reference=framework == registry.REFERENCE_FRAMEWORK)
+                                        reference=framework == frameworks.REFERENCE_FRAMEWORK)
         found = checked[framework]
         if "not installed" in found:
             pytest.skip(f"{framework}: {found['not installed']} is not installed here")
@@ -147,14 +149,14 @@ def conformance():
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
-@pytest.mark.parametrize("framework", registry.REGISTERED)
+@pytest.mark.parametrize("framework", frameworks.REGISTERED)
 def test_a_frameworks_operations_implement_the_scenarios_interface(conformance, framework,
                                                                    scenario):
     assert conformance(framework)[scenario] == []
 
 
 def test_the_reference_framework_also_writes_the_shared_weights(conformance):
-    assert conformance(registry.REFERENCE_FRAMEWORK)["reference"] == []
+    assert conformance(frameworks.REFERENCE_FRAMEWORK)["reference"] == []
 
 
 def test_a_planted_framework_fails_the_generated_check(tmp_path: Path):

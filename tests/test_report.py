@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 from bs4 import BeautifulSoup
 
+from dlbench.format import fmt_ms, na
 from dlbench.records import origin, provenance
 from dlbench.report import render, section_files
-from dlbench.report.format import fmt_ms, na
 from tests import report_html
 from tests.conftest import REPO
 from tests.test_analysis import cell

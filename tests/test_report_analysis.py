@@ -11,8 +11,8 @@ from bs4 import BeautifulSoup
 from dlbench.analysis import headline, memory, plots_size, scaling
 from dlbench.analysis.reproduce import reproduce
 from dlbench.catalogue import recipes
+from dlbench.format import framework_name
 from dlbench.records import provenance
-from dlbench.report.format import framework_name
 from dlbench.report.page import LONG_WORDS, anchor, finish
 from tests.test_analysis import cell, frame
 

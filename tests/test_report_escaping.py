@@ -7,8 +7,8 @@ import pytest
 from bs4 import BeautifulSoup
 from nbconvert.filters.markdown_mistune import markdown2html_mistune
 
+from dlbench.format import css_text, file_link, md_code, md_code_block, md_text
 from dlbench.report.display import styled
-from dlbench.report.format import css_text, file_link, md_code, md_code_block, md_text
 
 SCRIPT = "<script>window.__pwned = 1</script>"
 IMAGE = '"><img src=x onerror="window.__pwned = 2">'

@@ -1,16 +1,16 @@
 """The report executed on a synthetic summary with a third framework (`jax`): every section
 runs, and the answer, the latency sheets, the ratio tables and the figures show all three.
 The notebook runs in its own process, so JAX's label is whatever the registry gives it
-(dlbench.plan.axes: 'jax' until JAX registers as 'JAX')."""
+(dlbench.catalogue.axes: 'jax' until JAX registers as 'JAX')."""
 
 import json
 
 import pandas as pd
 import pytest
 
+from dlbench.format import framework_name
 from dlbench.records import provenance
 from dlbench.report import render
-from dlbench.report.format import framework_name
 from tests import report_html
 from tests.conftest import REPO
 from tests.test_report import CONFIG, fixture_summary, table_under, timed
@@ -98,12 +98,12 @@ def test_the_gpu_and_mixed_precision_sections_describe_every_framework(rendered)
     sections (they named PyTorch and TensorFlow only)."""
     from bs4 import BeautifulSoup
 
-    from dlbench.frameworks import registry
+    from dlbench.catalogue import frameworks
 
     items = [li.get_text(" ", strip=True) for li in BeautifulSoup(rendered[1], "html.parser")(
         "li")]
     for attribute, lead in (("gpu_timing", "timed "), ("mixed_precision", "")):
-        found = [(f.label, i) for f in registry.frameworks() for i, text in enumerate(items)
+        found = [(f.label, i) for f in frameworks.declarations() for i, text in enumerate(items)
                  if text.startswith(f"{f.label} : {lead}{getattr(f, attribute)[:30]}")]
         assert [label for label, _ in found] == ["PyTorch", "TensorFlow", JAX], attribute
         assert [i for _, i in found] == sorted(i for _, i in found)

@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from dlbench.files import atomic
 from dlbench.records import aggregate, result
 
 
@@ -29,10 +30,10 @@ def record(**changes) -> dict:
 
 def test_atomic_write_leaves_no_partial_file(tmp_path):
     path = tmp_path / "runs" / "cell.json"
-    result.write_json_atomic(path, record())
+    atomic.write_json_atomic(path, record())
     assert json.loads(path.read_text())["status"] == "unsupported"
     with pytest.raises(TypeError):  # not serializable: fails half-way through dumping
-        result.write_json_atomic(path, record(reason=object()))
+        atomic.write_json_atomic(path, record(reason=object()))
     assert json.loads(path.read_text())["reason"] == "no GPU"  # the old file is intact
     assert [p.name for p in path.parent.iterdir()] == ["cell.json"]  # no temporary left
 

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from dlbench.plan import paths
+from dlbench.files import paths
 from dlbench.run import runlock
 from tests.conftest import BIN, REPO, snakemake, start_from, tool_env
 from tests.test_faults import PROFILE, SMALL

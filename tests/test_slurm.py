@@ -17,10 +17,10 @@ import psutil
 import pytest
 import yaml
 
-from dlbench.measure import peak
 from dlbench.plan import config
 from dlbench.plan.matrix import expand_cells
 from dlbench.records import result
+from dlbench.run import peak
 from tests.conftest import BIN, REPO, tool_env
 
 pytestmark = pytest.mark.slow  # end-to-end: `pytest -m "not slow"` skips it

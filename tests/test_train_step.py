@@ -1,13 +1,14 @@
 """The train_step scenario without a framework: its cells, ids and reasons, its inputs and
 settings, timing a step in parts, and how its repeats combine."""
 
+import json
 import time
 
 import numpy as np
 import pytest
 
 from dlbench import cli
-from dlbench.measure.parts import Step, TimedParts
+from dlbench.measure.parts import StepParts, TimedParts
 from dlbench.measure.stats import summarize
 from dlbench.measure.timing import PhaseClock, steady_state
 from dlbench.plan import config
@@ -132,7 +133,7 @@ def test_a_step_is_timed_in_its_parts():
         time.sleep(0.002)
         return len(calls)
 
-    step = Step({"forward_backward": forward, "optimizer": lambda: time.sleep(0.006)}, "test")
+    step = StepParts({"forward_backward": forward, "optimizer": lambda: time.sleep(0.006)}, "test")
     parts = TimedParts(step, lambda: None)
     settings = {"warmup_iterations": 2, "min_duration_s": 0.05, "min_iterations": 5}
     timing = steady_state(parts, lambda: None, settings, PhaseClock(time.time()))
@@ -150,7 +151,7 @@ def test_a_step_is_timed_in_its_parts():
 
 
 def test_a_step_of_one_part_is_not_separable():
-    step = Step({"step": lambda: 1.0}, "compiled as a whole")
+    step = StepParts({"step": lambda: 1.0}, "compiled as a whole")
     parts = TimedParts(step, lambda: None)
     for _ in range(3):
         parts()
@@ -171,7 +172,9 @@ def _record(samples: dict[str, list[float]], steps: list[float]) -> dict:
 def test_repeats_pool_the_parts_and_recompute_throughput():
     first = _record({"forward_backward": [3.0, 3.0], "optimizer": [1.0, 1.0]}, [4.0, 4.0])
     second = _record({"forward_backward": [6.0, 6.0], "optimizer": [2.0, 2.0]}, [8.0, 8.0])
+    before = json.loads(json.dumps([first, second]))
     final = get("train_step").combine([first, second])
+    assert [first, second] == before  # a new record: the repeats stay as they were
     parts = final["timing"]["breakdown"]
     assert parts["forward_backward"]["samples_ms"] == [3.0, 3.0, 6.0, 6.0]
     assert parts["optimizer"]["samples_ms"] == [1.0, 1.0, 2.0, 2.0]

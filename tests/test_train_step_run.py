@@ -8,18 +8,17 @@ import sys
 
 import pytest
 
-from dlbench.catalogue import recipes
-from dlbench.frameworks import registry
+from dlbench.catalogue import frameworks, recipes
 from dlbench.records import result
 from tests.conftest import tool_env
 
 # Real `dlbench run` processes in every framework: end-to-end, left out of the quick subset.
 pytestmark = pytest.mark.slow
 
-FRAMEWORKS = registry.REGISTERED
+FRAMEWORKS = frameworks.REGISTERED
 # Each framework's step eager where it has one, else as its users run it (JAX: jax.jit).
 RECIPE = {f: "eager" if f in recipes.optimization("train_step", "eager").frameworks
-          else registry.get(f).default_step for f in FRAMEWORKS}
+          else frameworks.get(f).default_step for f in FRAMEWORKS}
 BATCH, SEQLEN = 2, 16
 QUICK = ["--warmup-iterations=1", "--min-duration-s=0.1", "--min-iterations=10"]
 
@@ -99,7 +98,7 @@ def test_a_step_is_timed_whole_and_in_its_parts(records, framework):
 def test_every_framework_starts_from_the_same_loss(records):
     """The same weights and the same loss function: the loss before training (dropout
     off) agrees between the frameworks, and with the reference's, to fp32 rounding."""
-    first = records[registry.REFERENCE_FRAMEWORK]["loss"]["initial"]
+    first = records[frameworks.REFERENCE_FRAMEWORK]["loss"]["initial"]
     for framework in FRAMEWORKS:
         assert records[framework]["loss"]["initial"] == pytest.approx(first, rel=1e-5)
     for record in records.values():

@@ -5,10 +5,10 @@ import pandas as pd
 import pytest
 from bs4 import BeautifulSoup
 
+from dlbench.format import fmt_ms, fmt_percent
 from dlbench.plan import config
 from dlbench.plan.matrix import expand_cells
 from dlbench.records import result
-from dlbench.report.format import fmt_ms, fmt_percent
 from tests import report_html
 from tests.conftest import REPO, snakemake, start_from
 

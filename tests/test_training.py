@@ -291,11 +291,11 @@ def digits_sides(tmp_path_factory, digits_data) -> dict[str, dict]:
     the sides of the accuracy match, and the seeds' test's record. A target accuracy of 1%,
     which any seed reaches, times each seed's time to it (only recorded: the training goes
     on)."""
-    from dlbench.frameworks import registry
+    from dlbench.catalogue import frameworks
 
     folder = tmp_path_factory.mktemp("digits-sides")
-    return {fw: train_digits(folder, digits_data, fw, registry.get(fw).default_step, 0.001,
-                             "--target-accuracy=0.01") for fw in registry.REGISTERED}
+    return {fw: train_digits(folder, digits_data, fw, frameworks.get(fw).default_step, 0.001,
+                             "--target-accuracy=0.01") for fw in frameworks.REGISTERED}
 
 
 @pytest.mark.slow

@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 from bs4 import BeautifulSoup
 
+from dlbench.format import fmt_ms, framework_name, na
 from dlbench.plan import config
 from dlbench.plan.matrix import expand_cells
 from dlbench.records import result
-from dlbench.report.format import fmt_ms, framework_name, na
 from tests import report_html
 from tests.conftest import REPO, TINY_RUN, headless_chrome, snakemake
 

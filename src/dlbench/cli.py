@@ -8,9 +8,10 @@ import time
 from pathlib import Path
 
 from dlbench import scenarios
+from dlbench.catalogue.axes import DEVICES, FRAMEWORKS
 from dlbench.catalogue.precisions import PRECISIONS
-from dlbench.plan import paths, settings
-from dlbench.plan.axes import DEVICES, FRAMEWORKS
+from dlbench.files import atomic, paths
+from dlbench.plan import settings
 from dlbench.plan.matrix import DEFAULT_SCENARIO, Cell
 from dlbench.records import result
 
@@ -104,7 +105,7 @@ def _parser(scenario_name: str = DEFAULT_SCENARIO) -> argparse.ArgumentParser:
     peak.add_argument("--size", type=int, action="append",
                       help="the matrices' side, repeatable (default: sizes where the "
                       "product is compute-bound)")
-    from dlbench.measure.peak import ATTEMPTS, LIBRARIES, QUIET_WAIT_S
+    from dlbench.run.peak import ATTEMPTS, LIBRARIES, QUIET_WAIT_S
 
     peak.add_argument("--attempts", type=int, default=ATTEMPTS,
                       help="CPU: measure a library that did not get the cores of its "
@@ -274,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         return _command(args, process_start)
-    except result.DiskFull as exc:  # the message says it all: no traceback
+    except atomic.DiskFull as exc:  # the message says it all: no traceback
         print(f"dlbench {args.command}: {exc}", file=sys.stderr)
         return 1
 
@@ -314,7 +315,7 @@ def _command(args: argparse.Namespace, process_start: float) -> int:
                                            args.rounds, args.configfile, **outputs)
         return compare.run(args.baseline, args.new, **outputs)
     if args.command == "peak":
-        from dlbench.measure import peak
+        from dlbench.run import peak
 
         print(peak.describe(peak.write(args.device, args.precision, args.threads, args.out,
                                        args.seconds, args.size, args.library,

@@ -19,18 +19,16 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from dlbench.catalogue import recipes
+from dlbench.catalogue import frameworks, recipes
 from dlbench.catalogue.models import MODELS, get_model
-from dlbench.frameworks import registry
-from dlbench.measure import env
-from dlbench.run import devices
+from dlbench.measure import devices, env
 
 if TYPE_CHECKING:
     from dlbench.scenarios.inference_ops import ReferenceOps
 
 def _fp32_eager() -> recipes.Optimization:
     """What the reference runs: the reference framework eager in fp32 (on the CPU)."""
-    from dlbench.frameworks.registry import REFERENCE_FRAMEWORK
+    from dlbench.catalogue.frameworks import REFERENCE_FRAMEWORK
 
     return recipes.optimization("inference", "eager", REFERENCE_FRAMEWORK)
 
@@ -40,8 +38,8 @@ def _ops(threads: int) -> "ReferenceOps":
     """The reference framework's (PyTorch's) inference operations on the CPU (once per
     process: thread pools are set only once)."""
     env.set_thread_variables(threads)
+    from dlbench.catalogue.frameworks import REFERENCE_FRAMEWORK
     from dlbench.frameworks import load_backend, load_ops
-    from dlbench.frameworks.registry import REFERENCE_FRAMEWORK
 
     ops = load_ops(load_backend(REFERENCE_FRAMEWORK, "cpu", threads, 1), "inference")
     return cast("ReferenceOps", ops)  # it writes the shared weights, too (a test checks)
@@ -102,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     start = time.perf_counter()
     # A process of the reference framework alone.
-    registry.leave_out_unused_imports(registry.REFERENCE_FRAMEWORK)
+    frameworks.leave_out_unused_imports(frameworks.REFERENCE_FRAMEWORK)
     if args.command == "weights":
         write_weights(args.model, args.seed, args.out, args.threads)
     elif args.command == "generation":

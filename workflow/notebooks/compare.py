@@ -20,9 +20,9 @@ import matplotlib.pyplot as plt
 
 from dlbench.analysis import plots
 from dlbench.analysis.compare import NOT_COMPARED, readable
+from dlbench.format import count, md_code
 from dlbench.report.compare import comparison as compared_sets
 from dlbench.report.display import say, show
-from dlbench.report.format import count, md_code
 
 comparison = compared_sets(baseline, new, floor)
 cells = comparison.cells

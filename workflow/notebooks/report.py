@@ -28,8 +28,8 @@ from dlbench.analysis.status import (
     untimed,
 )
 from dlbench.analysis.summary import load, several_devices, timed
+from dlbench.format import count, framework_name, md_code, md_text
 from dlbench.report.display import say, show
-from dlbench.report.format import count, framework_name, md_code, md_text
 from dlbench.report.page import CONTENTS_ID, anchor
 
 df = load(summary)  # without the cells from elsewhere, unless report.mix_foreign

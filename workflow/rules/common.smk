@@ -14,8 +14,8 @@ sys.path.insert(0, SRC)
 from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 from dlbench.plan import config as dlbench_config
-from dlbench.plan import paths
-from dlbench.frameworks import registry as frameworks
+from dlbench.files import paths
+from dlbench.catalogue import frameworks
 from dlbench.plan import rounds
 from dlbench.plan.jobs import job_args
 from dlbench.plan.matrix import expand_cells, group_outputs
@@ -312,9 +312,9 @@ def drop_previous_outputs():
 
 
 def report_after_failure():
-    """Summary and report even when cells crashed or timed out (see dlbench.run.recovery)."""
+    """Summary and report even when cells crashed or timed out (see dlbench.recovery)."""
     try:
-        from dlbench.run import recovery
+        from dlbench import recovery
 
         recovery.summarize_failed_run(
             CELLS.values(), MEASUREMENT, Path(workflow.basedir) / "workflow/notebooks/report.py",

@@ -19,7 +19,7 @@ if COMPARE_BASELINE:
     rule compare:
         input:
             # This run's cells: the summary names their results/runs/*.json, which keep
-            # the per-iteration samples (dlbench.records.resultset reads them from there).
+            # the per-iteration samples (dlbench.analysis.resultset reads them from there).
             summary=paths.SUMMARY_PARQUET,
             notebook=workflow.source_path("../notebooks/compare.py"),
         output:

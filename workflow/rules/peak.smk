@@ -1,13 +1,13 @@
 # The ceiling of the report's efficiency section, per device, precision and thread count of
 # the matrix's cells: the matrix product of every library the matrix's frameworks use
-# (dlbench.measure.peak.LIBRARIES), each measured by a job of its own in its framework's
+# (dlbench.run.peak.LIBRARIES), each measured by a job of its own in its framework's
 # environment (peak_library), then joined into one record that names the best (peak).
 # Its files are kept like the reference weights: measured once, read by every later report.
 # A library job holds the device's lock while it multiplies, as a timing cell does (and
 # asks for cpu_timing or the GPU, and the cells' SLURM resources, like one); on the CPU it
 # first waits for a quiet machine (measurement.quiet_wait_s) and measures again a library
-# that did not get its cores (dlbench.measure.peak).
-from dlbench.measure.peak import LIBRARIES, library_paths
+# that did not get its cores (dlbench.run.peak).
+from dlbench.run.peak import LIBRARIES, library_paths
 
 localrules:
     peak,
@@ -23,7 +23,7 @@ PEAK_FRAMEWORKS = {
 
 rule peak_library:
     output:
-        # The paths are dlbench.plan.paths', with the wildcards in them.
+        # The paths are dlbench.files.paths', with the wildcards in them.
         paths.peak_library("{device}", "{precision}", "{threads}", "{library}"),
     log:
         paths.peak_library_log("{device}", "{precision}", "{threads}", "{library}"),

@@ -1,7 +1,7 @@
 # The correctness check's shared inputs, made once and read by every cell that applies:
 # the seeded weights of each model (safetensors, loaded by every framework, without torch
 # outside PyTorch) and the reference output of each (model, batch, length): the reference
-# framework's (dlbench.frameworks.registry: PyTorch) eager in fp32 on the CPU, in its
+# framework's (dlbench.catalogue.frameworks: PyTorch) eager in fp32 on the CPU, in its
 # environment; for generation, the ids it generates greedily per (model, batch, prompt
 # length, new tokens). Both jobs hold the CPU's device lock while they compute, so that they
 # never overlap a timing cell (and ask for cpu_timing, as timing cells do).

@@ -8,7 +8,7 @@
 # The shell commands and params are those of v1 for inference cells: Snakemake compares
 # them with what it recorded, and a change would measure every finished cell again.
 
-# Where a cell's record goes if it crashes or times out (dlbench.plan.paths, as a pattern).
+# Where a cell's record goes if it crashes or times out (dlbench.files.paths, as a pattern).
 FAILED_OUT = paths.failed("{wildcards.cell}")
 
 if SINGLE:

@@ -32,8 +32,8 @@ import numpy as np
 import pandas as pd
 
 from dlbench.catalogue.recipes import COMPILED, optimizations
+from dlbench.format import framework_name
 from dlbench.measure.flags import NOISE
-from dlbench.report.format import framework_name
 
 INPUT_BOUND_WAIT, PARTLY_WAIT = 0.20, 0.05
 INPUT_BOUND_EFFICIENCY, PARTLY_EFFICIENCY = 0.80, 0.95

@@ -42,9 +42,9 @@ import pandas as pd
 
 from dlbench.analysis import detectable, uncertainty
 from dlbench.analysis.environment import all_fields, fields, precision_settings
+from dlbench.analysis.resultset import ResultSet
+from dlbench.format import count, fmt_fixed, fmt_ms, fmt_percent
 from dlbench.measure.flags import NOISE
-from dlbench.records.resultset import ResultSet
-from dlbench.report.format import count, fmt_fixed, fmt_ms, fmt_percent
 
 ALPHA = 0.05
 # The change that two runs of identical code measured one after the other can show

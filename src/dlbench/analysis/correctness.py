@@ -3,7 +3,7 @@
 import pandas as pd
 
 from dlbench.analysis.summary import group_keys
-from dlbench.report.format import fmt_error, fmt_ms, framework_name
+from dlbench.format import fmt_error, fmt_ms, framework_name
 
 
 def errors(timed: pd.DataFrame, several_devices: bool) -> pd.DataFrame:

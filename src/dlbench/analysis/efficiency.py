@@ -1,9 +1,9 @@
 """Efficiency against the machine's limit: what each timed cell computes (dlbench.measure.flops),
-the FLOP/s it achieved, and the fraction of the measured GEMM peak (dlbench.measure.peak) of its
+the FLOP/s it achieved, and the fraction of the measured GEMM peak (dlbench.run.peak) of its
 device, precision and thread count: the best library's matrix product, named, with each
 framework's own library's rate beside it (`own GEMM`: the product its layers run), so that
 a gap between the frameworks that is a gap between their libraries shows. A library
-measured on a busy machine is no ceiling (dlbench.measure.peak). A cell above the peak or
+measured on a busy machine is no ceiling (dlbench.run.peak). A cell above the peak or
 above its own
 framework's product is a measurement problem (`above_ceiling`): flagged, left out of the
 averages here and of the answer (dlbench.analysis.headline), as a wrong answer is.
@@ -30,8 +30,8 @@ import pandas as pd
 
 from dlbench import scenarios
 from dlbench.analysis.summary import axes
-from dlbench.plan.axes import FRAMEWORKS
-from dlbench.report.format import fmt_ms, fmt_percent, framework_name, md_text, na, sentence
+from dlbench.catalogue.axes import FRAMEWORKS
+from dlbench.format import fmt_ms, fmt_percent, framework_name, md_text, na, sentence
 
 PEAK_KEYS = ["device", "precision", "threads"]
 _GEMM = [f"gemm_{framework}" for framework in FRAMEWORKS]

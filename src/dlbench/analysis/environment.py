@@ -12,13 +12,13 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from dlbench.frameworks import registry
-from dlbench.report.format import framework_name, framework_rank
+from dlbench.catalogue.frameworks import declarations
+from dlbench.format import framework_name, framework_rank
 
 # Which libraries belong to each framework: on the measured path of its cells only. The
 # first is the one whose CUDA, cuDNN and oneDNN builds the framework records (`path_<lib>_cuda`
 # …): each framework's declared distributions.
-FRAMEWORK_LIBRARIES = {f.name: f.distributions for f in registry.frameworks()}
+FRAMEWORK_LIBRARIES = {f.name: f.distributions for f in declarations()}
 
 
 @dataclass(frozen=True)

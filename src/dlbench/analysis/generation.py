@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from dlbench.report.format import na
+from dlbench.format import na
 
 SCENARIO = "generation"
 WRONG_MARK = " ✗"

@@ -6,7 +6,7 @@ import re
 import pandas as pd
 
 from dlbench.analysis.summary import axes, is_measurement
-from dlbench.report.format import fmt_ms
+from dlbench.format import fmt_ms
 
 # The axes of every scenario, first in the table; the scenario's sizes follow them.
 IDENTITY = ["framework", "model", "device", "optimization"]

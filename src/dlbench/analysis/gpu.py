@@ -2,8 +2,8 @@
 
 import pandas as pd
 
-from dlbench.frameworks import registry
-from dlbench.report.format import fmt_ms
+from dlbench.catalogue import frameworks
+from dlbench.format import fmt_ms
 
 NOT_DECLARED = "not declared by the framework"
 
@@ -37,4 +37,4 @@ def how_measured() -> list[str]:
     """One line per registered framework, in the registry's order: how its GPU cells are
     timed and where their GPU memory figures come from, as its declaration says."""
     return [f"**{f.label}**: timed {f.gpu_timing or NOT_DECLARED}; memory: "
-            f"{f.gpu_memory or NOT_DECLARED}." for f in registry.frameworks()]
+            f"{f.gpu_memory or NOT_DECLARED}." for f in frameworks.declarations()]

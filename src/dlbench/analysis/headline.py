@@ -17,7 +17,7 @@ from dlbench.analysis.status import not_applicable
 from dlbench.analysis.summary import axes, of_scenario, scenarios
 from dlbench.analysis.uncertainty import TIE, ratio_interval, verdict
 from dlbench.catalogue.recipes import COMPILED
-from dlbench.report.format import fmt_fixed, framework_name, framework_rank
+from dlbench.format import fmt_fixed, framework_name, framework_rank
 
 # The sections that list each kind of cell (their headings, which the report links to).
 QUALITY, CORRECTNESS, STATUS = "Measurement quality", "Correctness", "Status overview"

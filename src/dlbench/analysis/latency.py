@@ -7,7 +7,7 @@ import pandas as pd
 
 from dlbench.analysis.flags import flagged
 from dlbench.analysis.status import not_applicable
-from dlbench.report.format import blank_repeats, fmt_error, fmt_ms, framework_rank, na
+from dlbench.format import blank_repeats, fmt_error, fmt_ms, framework_rank, na
 
 UNSTABLE_MARK = " †"  # the harness flagged the timing unstable or noisy
 WRONG_MARK = " ✗"  # the output is outside its precision's tolerance

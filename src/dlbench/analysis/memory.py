@@ -4,7 +4,7 @@ input of that size costs), per cell."""
 
 import pandas as pd
 
-from dlbench.report.format import framework_name
+from dlbench.format import framework_name
 
 # summary column → heading, in the table's order; the GPU ones appear where present.
 PHASES = {

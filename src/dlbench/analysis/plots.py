@@ -14,8 +14,8 @@ from matplotlib.ticker import Formatter, FuncFormatter, NullLocator
 from dlbench.analysis.ratio import FASTEST
 from dlbench.analysis.speedup import Panel
 from dlbench.analysis.uncertainty import TIE
-from dlbench.plan import axes
-from dlbench.report.format import framework_name, framework_rank
+from dlbench.catalogue import axes
+from dlbench.format import framework_name, framework_rank
 
 # A framework's colour is its place in the registry (PyTorch blue, TensorFlow orange, the
 # next green …): the same in every report, for any number of frameworks.

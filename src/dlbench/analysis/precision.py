@@ -4,8 +4,8 @@ the same arithmetic; and how float32 matrix products were computed (TF32 or not)
 
 import pandas as pd
 
-from dlbench.frameworks import registry
-from dlbench.report.format import framework_name
+from dlbench.catalogue import frameworks
+from dlbench.format import framework_name
 
 
 def how_each_framework() -> list[str]:
@@ -13,7 +13,7 @@ def how_each_framework() -> list[str]:
     precisions compute in the reduced type and keep in float32, and where a cell's list of
     ops comes from, as its declaration says."""
     return [f"**{f.label}**: {f.mixed_precision or 'not declared by the framework'}."
-            for f in registry.frameworks()]
+            for f in frameworks.declarations()]
 
 
 def float32_ops(timed: pd.DataFrame) -> pd.DataFrame | None:

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from dlbench.analysis.flags import flagged
-from dlbench.report.format import fmt_fixed, fmt_ms, fmt_percent
+from dlbench.format import fmt_fixed, fmt_ms, fmt_percent
 
 ROWS = 30  # the table shows the flagged cells, or the least stable ones, up to this many
 _COLUMNS = {"cell_id": "cell", "median_ms": "median ms", "ci": "95% CI of the median",

@@ -17,7 +17,7 @@ import pandas as pd
 
 from dlbench.analysis.attention import same_attention
 from dlbench.analysis.uncertainty import TIE, ratio_interval, verdict
-from dlbench.report.format import framework_name, framework_rank
+from dlbench.format import framework_name, framework_rank
 
 KEYS = ["model", "device", "batch", "seqlen"]
 # A framework's verdict against the fastest of its cell (besides TIE; None: no interval).

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from dlbench.report.format import framework_name
+from dlbench.format import framework_name
 
 
 @dataclass

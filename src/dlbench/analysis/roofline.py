@@ -6,7 +6,7 @@ from matplotlib.axes import Axes
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from dlbench.analysis.plots import framework_color
-from dlbench.report.format import framework_name
+from dlbench.format import framework_name
 
 MARKERS = "osD^vP*Xhp<>"
 _CEILING_STYLES = ["-", "--", ":", "-."]

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from dlbench.analysis.status import not_applicable
-from dlbench.report.format import fmt_error, fmt_s, framework_name, framework_rank, na
+from dlbench.format import fmt_error, fmt_s, framework_name, framework_rank, na
 
 # Colour scales reach at least this far from 1 (a 1.5× speed-up or slow-down).
 MIN_SCALE = 1.5

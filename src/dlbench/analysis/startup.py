@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from dlbench.report.format import fmt_fixed, framework_name
+from dlbench.format import fmt_fixed, framework_name
 
 PHASES = {
     "imports_done_s": "imports done (s)",

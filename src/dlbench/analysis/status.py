@@ -4,9 +4,9 @@ never listed among the cells that failed; and which cells come from elsewhere.""
 
 import pandas as pd
 
-from dlbench.plan.axes import OTHER_FRAMEWORK
+from dlbench.catalogue.axes import OTHER_FRAMEWORK
+from dlbench.format import framework_name, framework_rank
 from dlbench.records import origin
-from dlbench.report.format import framework_name, framework_rank
 
 STATUSES = ["ok", "oom", "unsupported", "error"]
 NOT_APPLICABLE = "not applicable"

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 
 from dlbench.analysis.status import not_applicable
-from dlbench.frameworks import registry
-from dlbench.report.format import (
+from dlbench.catalogue.frameworks import declarations
+from dlbench.format import (
     fmt_error,
     fmt_ms,
     fmt_percent,
@@ -31,10 +31,10 @@ _PARTS = {"breakdown_forward_backward_median_ms": "forward_backward_ms",
 NOT_SEPARABLE = "not separable"
 # Per framework, the step its users run by default (what its high-level API's fit runs),
 # which the optimizer comparison prefers; a framework not registered: its fastest step.
-DEFAULT_STEP = {f.name: f.default_step for f in registry.frameworks()}
+DEFAULT_STEP = {f.name: f.default_step for f in declarations()}
 # A framework whose default optimizer composes ops per variable while another recipe of it
 # runs one kernel per variable: that recipe, and what to say after "What ran".
-KERNEL_PER_VARIABLE = {f.name: f.kernel_per_variable for f in registry.frameworks()
+KERNEL_PER_VARIABLE = {f.name: f.kernel_per_variable for f in declarations()
                        if f.kernel_per_variable}
 
 

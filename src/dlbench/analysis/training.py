@@ -41,7 +41,7 @@ from scipy.stats import norm
 from scipy.stats import t as student
 
 from dlbench.analysis.speedup import valid_speedup
-from dlbench.report.format import fmt_ms, framework_name, framework_rank
+from dlbench.format import fmt_ms, framework_name, framework_rank
 
 GROUP = ["model", "dataset", "batch", "optimizer", "training_learning_rate",
          "training_epochs", "precision"]

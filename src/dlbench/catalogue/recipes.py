@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from functools import cache
 from types import MappingProxyType
 
+from dlbench.catalogue.axes import FRAMEWORKS, other_framework_reason
 from dlbench.catalogue.precisions import PRECISIONS, Precision
-from dlbench.plan.axes import FRAMEWORKS, other_framework_reason
 
 # The planted-error recipe (a test of the correctness check) exists only where this
 # variable is 1: no config can reach it otherwise.

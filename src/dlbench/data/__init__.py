@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from dlbench.plan.paths import MANIFEST
-from dlbench.records.result import write_json_atomic
+from dlbench.files.atomic import write_json_atomic
+from dlbench.files.paths import MANIFEST
 
 SPLITS = ("train", "test")
 MANIFEST_KEYS = ("dataset", "classes", "image_shape", "counts", "mean", "std", *SPLITS)

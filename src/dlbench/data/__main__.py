@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from dlbench.data import MANIFEST, DataSetError, damage, read_manifest, write
-from dlbench.run import devices
+from dlbench.measure import devices
 
 SOURCES = ("synthetic", "digits", "cifar10")
 

@@ -26,7 +26,7 @@ per-channel mean and standard deviation; and hands the model the layout its reci
 import re
 from dataclasses import dataclass
 
-from dlbench.frameworks import registry
+from dlbench.catalogue import frameworks
 
 PATTERN = r"^(memory|w(\d+)(-p(\d+))?(-cache)?(-pin)?)$"
 EXPECTED = ("'memory' or w<workers>[-p<prefetch>][-cache][-pin], e.g. w0, w2, w2-p4-cache "
@@ -58,7 +58,7 @@ class Pipeline:
         if self.pin and device != "gpu":
             return (f"pipeline '{self.name}': pinned memory speeds up copies to a GPU; "
                     "there is none")
-        no_pinning = registry.get(framework).no_pinned_memory
+        no_pinning = frameworks.get(framework).no_pinned_memory
         if self.pin and no_pinning:
             return f"pipeline '{self.name}': {no_pinning}"
         if self.prefetch is not None and self.workers == 0:

@@ -1,4 +1,4 @@
-"""Framework backends: one package per registered framework (dlbench.frameworks.registry).
+"""Framework backends: one package per registered framework (dlbench.catalogue.frameworks).
 
 Each package's `about` declares the framework (light: it imports nothing heavy); its
 `backend` is what every scenario needs (the device, thread pools, synchronization, device
@@ -13,17 +13,13 @@ framework.
 import importlib
 import importlib.util
 from functools import cache
-from typing import TYPE_CHECKING, Literal, Protocol, overload
+from typing import TYPE_CHECKING, Any, Protocol
 
 from dlbench.catalogue.precisions import PRECISIONS
 
-if TYPE_CHECKING:  # for annotations only: the registry beside this stays light
+if TYPE_CHECKING:  # for annotations only: this module stays light
     from dlbench.measure.memory import DevicePeaks
     from dlbench.measure.timing import DeviceTimer
-    from dlbench.scenarios.generation_ops import GenerationOps
-    from dlbench.scenarios.inference_ops import InferenceOps
-    from dlbench.scenarios.train_step_ops import TrainStepOps
-    from dlbench.scenarios.training_ops import TrainingOps
 
 
 class Backend(Protocol):
@@ -71,7 +67,7 @@ class Backend(Protocol):
 
 def load_backend(framework: str, device: str, threads: int, interop_threads: int) -> Backend:
     """Import the framework's backend (and so the framework) and configure it."""
-    from dlbench.frameworks.registry import REGISTERED
+    from dlbench.catalogue.frameworks import REGISTERED
 
     if framework not in REGISTERED:
         raise ValueError(f"unknown framework {framework!r}; known: {', '.join(REGISTERED)}")
@@ -87,23 +83,12 @@ def import_ops(framework: str, scenario: str) -> None:
         importlib.import_module(name)
 
 
-@overload
-def load_ops(backend: Backend, scenario: Literal["inference"]) -> "InferenceOps": ...
-@overload
-def load_ops(backend: Backend, scenario: Literal["training"]) -> "TrainingOps": ...
-@overload
-def load_ops(backend: Backend, scenario: Literal["train_step"]) -> "TrainStepOps": ...
-@overload
-def load_ops(backend: Backend, scenario: Literal["generation"]) -> "GenerationOps": ...
-@overload
-def load_ops(backend: Backend, scenario: str) -> object: ...  # a plugin's scenario
-
-
-def load_ops(backend: Backend, scenario: str) -> object:
+def load_ops(backend: Backend, scenario: str) -> Any:
     """A scenario's operations in the backend's framework (dlbench.frameworks.<fw>.<scenario>):
     they implement the scenario's declared interface (its `ops_interface`, e.g.
     dlbench.scenarios.inference_ops.InferenceOps), which a test checks for every registered
-    framework."""
+    framework. The scenarios sit above the frameworks, so the caller names the interface:
+    `ops: InferenceOps = load_ops(backend, "inference")`."""
     module = importlib.import_module(f"dlbench.frameworks.{backend.name}.{scenario}")
     return module.make_ops(backend)
 

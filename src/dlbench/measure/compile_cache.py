@@ -14,7 +14,7 @@ import os
 import shutil
 from pathlib import Path
 
-from dlbench.plan import paths
+from dlbench.files import paths
 
 CACHE = "DLBENCH_COMPILE_CACHE"
 WARM = "DLBENCH_COMPILE_CACHE_WARM"

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import numpy as np
 
+from dlbench.catalogue import frameworks
 from dlbench.catalogue.precisions import Precision
-from dlbench.frameworks import registry
 
 # What every cell's output is compared with, as its record names it.
-REFERENCE = (f"{registry.get(registry.REFERENCE_FRAMEWORK).label} eager, fp32, CPU, "
+REFERENCE = (f"{frameworks.get(frameworks.REFERENCE_FRAMEWORK).label} eager, fp32, CPU, "
              "the same weights and token ids")
 
 

@@ -10,10 +10,10 @@ from functools import cache
 from importlib import metadata
 
 from dlbench import REPO_ROOT, __version__
-from dlbench.frameworks import registry
+from dlbench.catalogue import frameworks
 
 # Every registered framework's packages, then those the harness shares.
-LIBRARIES = (*(package for framework in registry.frameworks()
+LIBRARIES = (*(package for framework in frameworks.declarations()
                for package in framework.distributions),
              "transformers", "numpy", "snakemake")
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")

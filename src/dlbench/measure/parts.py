@@ -14,7 +14,7 @@ from dlbench.measure.stats import summarize
 
 
 @dataclass
-class Step:
+class StepParts:
     """What a framework's operations give a scenario to time: the parts in order (the first
     returns the loss), and how the step was cut into them, in words. A step that cannot be
     cut (compiled as a whole) is one part."""
@@ -32,7 +32,7 @@ class TimedParts:
     """The step to time: calling it runs every part, each followed by `synchronize`, and
     keeps each part's time (ms) and the first part's return value, call by call."""
 
-    step: Step
+    step: StepParts
     synchronize: Callable[[], None]
     samples_ms: dict[str, list[float]] = field(init=False)
     outputs: list = field(default_factory=list, init=False)

@@ -44,7 +44,7 @@ from dlbench.measure.stats import between_processes, summarize, t95
 from dlbench.measure.timing import Stopping, timed_loop
 
 
-class Step(Protocol):
+class TrainingStep(Protocol):
     """A framework's training step, in parts."""
 
     separable: bool  # forward+backward and the optimizer step can be timed apart
@@ -95,7 +95,7 @@ def timing(totals_ms: list[float], parts: dict[str, list[float]], first_step_s: 
     }
 
 
-def train(epochs: int, batches: Callable[[int], Iterator], step: Step,
+def train(epochs: int, batches: Callable[[int], Iterator], step: TrainingStep,
           synchronize: Callable[[], None], mean_loss: Callable[[list], float],
           evaluation: Evaluation, steps_per_epoch: int, warmup: int, target_accuracy: float,
           mark: Callable[[str], None], breakdown: bool = True) -> Run:
@@ -160,7 +160,7 @@ def _part_names(breakdown: bool, apart: bool) -> list[str]:
     return ["input_wait", "copy", "step", "rest"]
 
 
-def run_step(step: Step, x, y, apart: bool, synchronize: Callable[[], None],
+def run_step(step: TrainingStep, x, y, apart: bool, synchronize: Callable[[], None],
              stamp: Callable[[], None] = lambda: None) -> Any:
     """The step's computation as the timed loop runs it: forward + backward, then the
     optimizer step (two programs where `apart`), or the whole step as one. `stamp` is
@@ -177,7 +177,7 @@ def run_step(step: Step, x, y, apart: bool, synchronize: Callable[[], None],
     return loss
 
 
-def ablation(step: Step, batches: Iterator, count: int, batch: int,
+def ablation(step: TrainingStep, batches: Iterator, count: int, batch: int,
              synchronize: Callable[[], None], warmup: int, min_duration_s: float,
              min_iterations: int, apart: bool) -> dict:
     """The step's throughput with the input pipeline taken out: `count` batches of the

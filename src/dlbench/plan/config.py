@@ -20,7 +20,7 @@ import jsonschema
 import yaml
 
 from dlbench import SCHEMA_DIR, scenarios
-from dlbench.plan.axes import DEVICES, FRAMEWORKS
+from dlbench.catalogue.axes import DEVICES, FRAMEWORKS
 
 SCHEMA_PATH = SCHEMA_DIR / "config.schema.yaml"
 FLAT_SCENARIO_KEY = "scenario"

@@ -1,6 +1,6 @@
 """The `dlbench run` options of one measuring job of the workflow (common.smk's params):
 what names its cells, then their scenario's settings, then the measurement settings, each
-written by dlbench.plan.codec. Snakemake compares them with what it recorded, so that a change
+written by dlbench.scenarios.codec. Snakemake compares them with what it recorded, so that a change
 measures finished cells again: the order and form are those the cells were measured with.
 """
 

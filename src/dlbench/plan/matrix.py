@@ -10,7 +10,7 @@ A cell that cannot apply is still a cell: it is recorded as `unsupported` with t
 """
 
 from dlbench import scenarios
-from dlbench.plan import paths
+from dlbench.files import paths
 from dlbench.scenarios.cell import DEFAULT_SCENARIO, Cell
 
 __all__ = ["DEFAULT_SCENARIO", "Cell", "expand_cells", "group_outputs"]

@@ -14,7 +14,7 @@ measured minutes apart at most. The workflow makes each job wait for the one bef
 
 from collections.abc import Iterable
 
-from dlbench.frameworks import registry
+from dlbench.catalogue.frameworks import REGISTERED
 from dlbench.scenarios.cell import Cell
 
 
@@ -39,7 +39,7 @@ def unit_rounds(cells: list[Cell], config: dict) -> int:
 
 def _order(cells: list[Cell], scenarios: list[str]) -> tuple:
     first = cells[0]
-    frameworks = list(registry.REGISTERED)
+    frameworks = list(REGISTERED)
     return (scenarios.index(first.scenario) if first.scenario in scenarios else len(scenarios),
             first.model, first.device,
             frameworks.index(first.framework) if first.framework in frameworks else 0,

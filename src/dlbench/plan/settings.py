@@ -1,16 +1,16 @@
 """The measurement settings: defined once, in the config schema's `measurement` section
-(names, types, limits, defaults, descriptions); dlbench.plan.codec derives from it both the
+(names, types, limits, defaults, descriptions); dlbench.scenarios.codec derives from it both the
 workflow's command lines and `dlbench run`'s options, so that they cannot drift apart.
 
 Settings added after dlbench's first result format (v1) carry `x-v1` in the schema (see
-dlbench.plan.codec): a cell whose protocol did not change keeps the command line it was
+dlbench.scenarios.codec): a cell whose protocol did not change keeps the command line it was
 measured with, and Snakemake reuses its result instead of measuring it again.
 """
 
 import argparse
 from functools import cache
 
-from dlbench.plan.codec import Codec
+from dlbench.scenarios.codec import Codec
 
 # How the workflow cuts and orders jobs, and how its peak jobs wait, not how a cell is
 # measured: not options of `dlbench run` (a job's round is an option of its own, --round).

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from dlbench import scenarios
+from dlbench.files import atomic
 from dlbench.records import origin, result
 
 # Result sections of every scenario: section → prefix of its columns ("": their own names,
@@ -96,9 +97,9 @@ def table(rows: list[dict], mix_foreign: bool = False):
 def aggregate(paths: Iterable[Path], parquet: Path, csv: Path,
               mix_foreign: bool = False) -> None:
     frame = summarize(paths, mix_foreign)
-    with result.replacing(parquet) as tmp:
+    with atomic.replacing(parquet) as tmp:
         frame.to_parquet(tmp, index=False)
-    with result.replacing(csv) as tmp:
+    with atomic.replacing(csv) as tmp:
         frame.to_csv(tmp, index=False)
     counts = frame["status"].value_counts().to_dict()
     print(f"{len(frame)} cells: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))

@@ -40,7 +40,7 @@ def record(config: dict, configfiles: list[str]) -> dict:
 
 
 def write(path: Path, config: dict, configfiles: list[str]) -> None:
-    from dlbench.records.result import write_text_atomic
+    from dlbench.files.atomic import write_text_atomic
 
     write_text_atomic(path, json.dumps(record(config, configfiles), indent=2, sort_keys=True))
 

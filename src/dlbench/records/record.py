@@ -4,6 +4,7 @@ written (validated, atomically) when it is final."""
 from datetime import datetime
 from pathlib import Path
 
+from dlbench.files import atomic
 from dlbench.measure import env
 from dlbench.measure.flags import cell_flags
 from dlbench.measure.sampler import GpuSampler, ProcessSampler
@@ -36,7 +37,7 @@ def finish(record: dict, path: Path) -> None:
     record["finished_at"] = result.now()
     record["environment"] = env.fingerprint()
     result.validate(record)
-    result.write_json_atomic(path, record)
+    atomic.write_json_atomic(path, record)
 
 
 def annotate(record: dict, sampler: ProcessSampler, gpu: GpuSampler | None) -> dict:

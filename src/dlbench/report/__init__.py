@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dlbench.records.result import naming_a_full_disk, write_text_atomic
+from dlbench.files.atomic import naming_a_full_disk, write_text_atomic
 from dlbench.report.page import figure_texts, finish
 
 if TYPE_CHECKING:

@@ -9,9 +9,10 @@ from pathlib import Path
 import pandas as pd
 
 from dlbench.analysis.compare import DRIFT_FLOOR
+from dlbench.files import atomic
+from dlbench.format import count
 from dlbench.records import result
 from dlbench.report import SRC
-from dlbench.report.format import count
 
 NOTEBOOK = SRC.parent / "workflow" / "notebooks" / "compare.py"
 
@@ -20,8 +21,8 @@ def comparison(baseline: Path, new: Path, floor: float | None = None):
     """The two result sets compared: round by round where they are the two sides of one
     interleaved run (their interleave.json), else with the drift floor (None: the
     default)."""
+    from dlbench.analysis import resultset
     from dlbench.analysis.compare import compare
-    from dlbench.records import resultset
     from dlbench.run import interleave
 
     return compare(resultset.load(baseline), resultset.load(new),
@@ -33,7 +34,7 @@ def run(baseline: Path, new: Path, csv: Path | None = None, html: Path | None = 
         notebook: Path = NOTEBOOK, executed: Path | None = None,
         floor: float = DRIFT_FLOOR) -> int:
     """Compare, print, write the files asked for; 1 with a message if a set cannot be read."""
-    from dlbench.records import resultset
+    from dlbench.analysis import resultset
 
     try:
         compared = comparison(baseline, new, floor)
@@ -42,7 +43,7 @@ def run(baseline: Path, new: Path, csv: Path | None = None, html: Path | None = 
         return 1
     print(text(compared))
     if csv is not None:
-        with result.replacing(csv) as tmp:
+        with atomic.replacing(csv) as tmp:
             table(compared).to_csv(tmp, index=False)
     if html is not None:
         if not Path(notebook).is_file():

@@ -9,7 +9,7 @@ from IPython.display import Markdown, display
 from matplotlib.figure import Figure
 from pandas.io.formats.style import Styler
 
-from dlbench.report.format import css_text, html_text
+from dlbench.format import css_text, html_text
 
 # A '$' in a model's or a path's name is text, not mathtext (no plot uses mathtext).
 plt.rcParams["text.parse_math"] = False
@@ -23,7 +23,7 @@ TOOLTIP_STYLE = ("visibility: hidden; position: absolute; z-index: 1; background
 
 def say(text: str) -> None:
     """Render a line of Markdown as output. Put a record's string in it only through
-    dlbench.report.format's md_text, md_code or md_code_block: Markdown passes HTML on."""
+    dlbench.format's md_text, md_code or md_code_block: Markdown passes HTML on."""
     display(Markdown(text))
 
 

@@ -24,11 +24,10 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from dlbench.plan import paths
+from dlbench import REPO_ROOT
+from dlbench.files import atomic, paths
 from dlbench.records import result
-from dlbench.report import SRC
 
-REPO = SRC.parent
 SIDES = ("baseline", "new")
 MARKER = "interleave.json"
 RESULTS = "interleaved"
@@ -70,7 +69,7 @@ def side(name: str, source: Path, configfile: Path | None, work: Path) -> Side:
         return Side(name, source, source / "Snakefile", configfile, work / name)
     if not source.is_file():
         raise InterleaveError(f"{source}: no such checkout or config file")
-    return Side(name, source, REPO / "Snakefile", source, work / name)
+    return Side(name, source, REPO_ROOT / "Snakefile", source, work / name)
 
 
 def snakemake(side: Side, *args: str) -> subprocess.CompletedProcess:
@@ -192,11 +191,11 @@ def combine(one: Side, rounds: int, run_id: str) -> None:
         failed = [r for r in records if r["status"] != "ok"]
         record = failed[0] if failed or len(records) < rounds else \
             Cell.from_params(records[0]["params"]).spec.combine(records)
-        result.write_json_atomic(out / name, record)
+        atomic.write_json_atomic(out / name, record)
     marker = {"run": run_id, "side": one.name, "source": str(one.source),
               "configfile": str(one.configfile) if one.configfile else None,
               "rounds": rounds, "order": "A B, then B A, alternately (A B B A …)"}
-    result.write_json_atomic(one.results / MARKER, marker)
+    atomic.write_json_atomic(one.results / MARKER, marker)
 
 
 def interleaved(baseline: Path, new: Path) -> bool:

@@ -31,13 +31,14 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from dlbench.measure import compile_cache
-from dlbench.measure.cell import measure_cells
+from dlbench.files import atomic
+from dlbench.measure import compile_cache, devices
 from dlbench.measure.flags import NOISE, noisy
 from dlbench.plan.matrix import Cell
 from dlbench.records import result
 from dlbench.records.record import annotate, finish, new_record
-from dlbench.run import devices, rounds
+from dlbench.run import rounds
+from dlbench.run.cell import measure_cells
 from dlbench.run.supervisor import Failure, Limits, memory_limit_mb, run_jobs
 
 
@@ -121,7 +122,7 @@ def _finish_last_round(task: Task, final: dict, round_: int, rounds_dir: Path) -
     finish(final, rounds.round_path(rounds_dir, round_, task.cell.id))
     combined = rounds.combine(task.cell, rounds.records(rounds_dir, round_, task.cell.id))
     result.validate(combined)
-    result.write_json_atomic(task.out, combined)
+    atomic.write_json_atomic(task.out, combined)
     _done(combined, task.failed_out)
 
 

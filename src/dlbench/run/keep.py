@@ -13,7 +13,7 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from dlbench.plan import paths
+from dlbench.files import paths
 
 # What a run makes once for the whole matrix (the aggregate, report and compare rules).
 KEPT = (paths.SUMMARY_PARQUET, paths.SUMMARY_CSV, paths.PROVENANCE, paths.REPORT,

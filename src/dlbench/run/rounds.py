@@ -17,7 +17,7 @@ from dlbench.records import result
 
 
 def round_path(rounds_dir: Path, round_: int, cell_id: str) -> Path:
-    """Where a cell's record of one round is kept (dlbench.plan.paths.round_result)."""
+    """Where a cell's record of one round is kept (dlbench.files.paths.round_result)."""
     return Path(rounds_dir) / f"r{round_}" / f"{cell_id}.json"
 
 
@@ -50,8 +50,7 @@ def combine(cell, rounds: list[dict]) -> dict:
         figures["wall_step_ms"] = walls
     figures["relative_iqr"] = [r["timing"]["relative_iqr"] for r in rounds]
     windows = [r.get("utilization") for r in rounds]
-    rounds = copy.deepcopy(rounds)  # the scenario's combine builds on its first record
-    final = cell.spec.combine(rounds) if len(rounds) > 1 else rounds[0]
+    final = cell.spec.combine(rounds) if len(rounds) > 1 else copy.deepcopy(rounds[0])
     final["timing"]["rounds"] = figures
     # The flags of a cell measured in rounds: the spread within a process is each round's
     # (the pooled samples' would count the machine's drift between rounds as the cell's

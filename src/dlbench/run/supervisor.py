@@ -21,6 +21,7 @@ from typing import NamedTuple
 
 import psutil
 
+from dlbench.files import atomic
 from dlbench.measure.sampler import GpuSampler, ProcessSampler
 from dlbench.records import result
 from dlbench.run import scheduler
@@ -146,8 +147,8 @@ def run_child(jobs: list, work: Work, record_path: Callable[[Hashable], Path], l
     for path in paths:
         path.unlink(missing_ok=True)
     if failure is None and len(done) < len(jobs):
-        if child.exitcode in result.DISK_FULL_ERRNOS:  # no record can be written: stop
-            raise result.disk_full(child.exitcode, record_path(jobs[len(done)]))
+        if child.exitcode in atomic.DISK_FULL_ERRNOS:  # no record can be written: stop
+            raise atomic.disk_full(child.exitcode, record_path(jobs[len(done)]))
         failure = Failure("error", _crash_reason(child.exitcode))
     return done, failure
 
@@ -162,7 +163,7 @@ def _child_main(work: Work, jobs: list, paths: list[Path], start: float, repeat:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
         work(jobs, paths, start, repeat)
-    except result.DiskFull as full:
+    except atomic.DiskFull as full:
         # Its status is the errno (28, 122 or 27): the supervisor then stops the run with
         # a message naming the record's own path, not this child's temporary one.
         os._exit(full.errno)

@@ -13,16 +13,17 @@ the environment variable DLBENCH_PLUGINS (separated by ':') are loaded and may r
 more: a way to try a new scenario without changing dlbench.
 """
 
+import copy
 import itertools
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from dlbench.catalogue import recipes
+from dlbench.catalogue.axes import FRAMEWORKS
 from dlbench.measure.flags import cell_flags
 from dlbench.measure.stats import between_processes, relative_half_width, summarize
-from dlbench.plan.axes import FRAMEWORKS
-from dlbench.plan.codec import Codec
 from dlbench.scenarios.cell import Cell
+from dlbench.scenarios.codec import Codec
 
 # The registry's API, read here as before it had its own module.
 from dlbench.scenarios.registry import (  # noqa: F401
@@ -51,7 +52,7 @@ class Axis:
 
     def schema(self) -> dict:
         """Its values' JSON schema: the config's list items, and `dlbench run --<name>`'s
-        values (dlbench.plan.codec)."""
+        values (dlbench.scenarios.codec)."""
         if self.type is int:
             return {"type": "integer", "minimum": 1}
         if self.choices:
@@ -115,7 +116,7 @@ class Scenario:
     def settings_schema(self) -> dict:
         """JSON-schema properties (with defaults) of the section's keys that are settings of
         every cell rather than axes (training: epochs, learning rates, …): declared once,
-        carried to the cell's process by dlbench.plan.codec."""
+        carried to the cell's process by dlbench.scenarios.codec."""
         return {}
 
     def settings_codec(self) -> Codec:
@@ -225,8 +226,9 @@ class Scenario:
     def combine(self, records: list[dict]) -> dict:
         """One record from a cell's repeats (fresh processes): the samples pooled, the
         spread between the processes, and the 95% interval of the median from that
-        spread (samples of different processes are not independent draws)."""
-        final = records[0]
+        spread (samples of different processes are not independent draws). A new record,
+        built on a copy of the first: the repeats are left as they are."""
+        final = copy.deepcopy(records[0])
         if len(records) == 1 or final["status"] != "ok":
             return final
         timing = final["timing"]

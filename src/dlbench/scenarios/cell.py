@@ -5,7 +5,7 @@ finds its scenario through the registry, without importing the scenarios."""
 from dataclasses import dataclass
 from typing import Any
 
-from dlbench.plan import paths
+from dlbench.files import paths
 from dlbench.scenarios.registry import get
 
 # The scenario a command line means when it names none (v1's only one).

@@ -27,10 +27,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dlbench.catalogue import recipes
+from dlbench.catalogue import frameworks, recipes
 from dlbench.catalogue.models import MODELS, get_model
-from dlbench.frameworks import registry
-from dlbench.plan import paths
+from dlbench.files import paths
 from dlbench.scenarios import Axis, Scenario, register
 from dlbench.scenarios._compilation import COMPILATION_SCHEMA
 from dlbench.scenarios.generation_ops import GenerationOps
@@ -234,11 +233,11 @@ class Generation(Scenario):
         ids = token_ids(spec, batch, prompt, settings["seed"])
         weights, reference_file = inputs.get("weights"), inputs.get("reference")
         if (reference_file is not None and weights is None
-                and backend.name != registry.REFERENCE_FRAMEWORK):
+                and backend.name != frameworks.REFERENCE_FRAMEWORK):
             raise ValueError("a reference needs the shared weights (--weights) as well")
         expected = (None if reference_file is None
                     else load_reference(reference_file, ids, dict(spec.params)))
-        ops = load_ops(backend, "generation")
+        ops: GenerationOps = load_ops(backend, "generation")
         backend.reset_device_memory()
         memory = clock.memory
         if memory is not None:
@@ -482,13 +481,13 @@ def reference_ids(model: str, batch: int, prompt: int, new_tokens: int, seed: in
                   weights: Path, threads: int) -> tuple["np.ndarray", "np.ndarray"]:
     """The reference's generated ids (PyTorch eager, fp32, CPU) and the prompt: what
     `python -m dlbench.reference generation` writes."""
+    from dlbench.catalogue.frameworks import REFERENCE_FRAMEWORK
     from dlbench.frameworks import load_backend, load_ops
-    from dlbench.frameworks.registry import REFERENCE_FRAMEWORK
 
     spec = get_model(model)
     ids = token_ids(spec, batch, prompt, seed)
     backend = load_backend(REFERENCE_FRAMEWORK, "cpu", threads, 1)
-    ops = load_ops(backend, "generation")
+    ops: GenerationOps = load_ops(backend, "generation")
     eager = recipes.optimization("generation", "eager", REFERENCE_FRAMEWORK)
     try:
         built = ops.build(spec, seed, eager, weights)

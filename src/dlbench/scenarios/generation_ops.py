@@ -5,43 +5,16 @@ A model, its inputs and the generated ids are the framework's own objects: the s
 only hands them back to these operations.
 """
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
+
+from dlbench.measure.decoder import Decoder
 
 if TYPE_CHECKING:
     import numpy as np
 
     from dlbench.catalogue.models import ModelSpec
     from dlbench.catalogue.recipes import Optimization
-
-
-@dataclass
-class Decoder:
-    """A recipe's greedy generation of a fixed number of new tokens, ready to time.
-
-    `call` generates once (compilation happens at its first call) and returns the
-    framework's ids. `first` is generate()'s first step as a call of its own, through the
-    same recipe (compiled alike): the prompt's forward pass with the key-value cache
-    generate gives it, and the greedy choice — the time to the first token, defined alike
-    in every framework. Where the framework exposes each decoding step, `stamps` returns
-    the host times (time.perf_counter, after the device's synchronization) at which the
-    last call's steps had their logits, one per new token (None elsewhere)."""
-
-    call: Callable[[], Any]
-    how: str
-    first: Callable[[], Any]
-    stamps: Callable[[], list[float]] | None = None
-    # How many times the recipe's function was traced so far (None: not traced).
-    traces: Callable[[], int] | None = None
-    # Generate once with other prompt inputs (ops.inputs of other ids) through the same
-    # compiled functions, and the count of the recipe's compiled programs (traces, graphs)
-    # so far, with what it counts: together they tell whether another prompt length
-    # compiles anew. None where the recipe compiles nothing.
-    call_with: Callable[[dict], Any] | None = None
-    compilations: Callable[[], int] | None = None
-    counted: str = ""
 
 
 class GenerationOps(Protocol):

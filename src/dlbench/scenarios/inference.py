@@ -11,12 +11,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dlbench.catalogue import recipes
+from dlbench.catalogue import frameworks, recipes
 from dlbench.catalogue.models import MODELS, ModelSpec, get_model
 from dlbench.catalogue.precisions import MIXED, PRECISIONS
 from dlbench.catalogue.recipes import Optimization
-from dlbench.frameworks import registry
-from dlbench.plan import paths
+from dlbench.files import paths
 from dlbench.scenarios import Axis, Scenario, register
 from dlbench.scenarios._compilation import COMPILATION_SCHEMA
 from dlbench.scenarios.inference_ops import InferenceOps
@@ -92,7 +91,7 @@ def transformer_inputs(backend, cell: "Cell", seed: int, inputs: dict
     from dlbench.measure.correctness import load_reference
 
     weights, reference_file = inputs.get("weights"), inputs.get("reference")
-    seeds_them = backend.name == registry.REFERENCE_FRAMEWORK
+    seeds_them = backend.name == frameworks.REFERENCE_FRAMEWORK
     if reference_file is not None and weights is None and not seeds_them:
         raise ValueError("a reference output needs the shared weights (--weights) as well")
     spec = get_model(cell.model)
@@ -108,7 +107,7 @@ def transformer_problem(cell: "Cell", precision: str) -> str | None:
     run in, a sequence longer than the model's positions. Any scenario of these models
     (the `seqlen` axis) shares these rules."""
     spec = get_model(cell.model)
-    framework = registry.get(cell.framework)
+    framework = frameworks.get(cell.framework)
     if framework.model_class(spec.family) is None:
         return (
             f"transformers {TRANSFORMERS_LINE} has no {framework.label} "
@@ -161,7 +160,7 @@ class Inference(Scenario):
         without TF32, memory growth)."""
         protocol = recipes.optimization(self.recipes_of, cell.optimization,
                                        cell.framework).recipe.protocol
-        floor = registry.get(cell.framework).inference_protocol.get(cell.device)
+        floor = frameworks.get(cell.framework).inference_protocol.get(cell.device)
         return protocol if floor is None else max(protocol, floor)
 
     # -- the shared weights and reference outputs (dlbench.reference) ----------------------
@@ -214,7 +213,7 @@ class Inference(Scenario):
             return {"status": "unsupported", "reason": problem}
         ids, weights, reference_file, expected = transformer_inputs(
             backend, cell, settings["seed"], inputs)
-        ops = load_ops(backend, "inference")
+        ops: InferenceOps = load_ops(backend, "inference")
         backend.reset_device_memory()  # peaks of this cell only (in a group, too)
         memory = clock.memory
         if memory is not None:

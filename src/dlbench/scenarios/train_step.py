@@ -110,7 +110,7 @@ class TrainStep(OptimizerSettings, Scenario):
         ids, weights, reference_file, expected = transformer_inputs(
             backend, cell, settings["seed"], inputs)
         spec, optimizer = get_model(cell.model), OPTIMIZERS[cell.size("optimizer")]
-        ops = load_ops(backend, "train_step")
+        ops: TrainStepOps = load_ops(backend, "train_step")
         backend.reset_device_memory()
         try:
             model = ops.build(spec, settings["seed"], optimization, weights)

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from dlbench.catalogue.models import ModelSpec
     from dlbench.catalogue.optimizers import Optimizer
     from dlbench.catalogue.recipes import Optimization
-    from dlbench.measure.parts import Step
+    from dlbench.measure.parts import StepParts
 
 
 class TrainStepOps(Protocol):
@@ -49,8 +49,8 @@ class TrainStepOps(Protocol):
         ...
 
     def train_step(self, model: Any, opt: Any, inputs: dict,
-                   optimization: "Optimization") -> "Step":
-        """The step in its parts (dlbench.measure.parts.Step), each part a callable."""
+                   optimization: "Optimization") -> "StepParts":
+        """The step in its parts (dlbench.measure.parts.StepParts), each part a callable."""
         ...
 
     def losses(self, outputs: list) -> list[float]:

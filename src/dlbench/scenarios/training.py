@@ -20,7 +20,7 @@ from dlbench.catalogue.models.vision import MODELS as CNNS
 from dlbench.catalogue.models.vision import get_cnn, initial_weights
 from dlbench.catalogue.optimizers import OPTIMIZERS
 from dlbench.data import pipeline as pipelines
-from dlbench.plan import paths
+from dlbench.files import paths
 from dlbench.scenarios import Axis, Scenario, register
 from dlbench.scenarios._compilation import COMPILATION_SCHEMA
 from dlbench.scenarios._optimizer import OPTIMIZER_AXIS, OptimizerSettings
@@ -193,7 +193,7 @@ class Training(OptimizerSettings, Scenario):
             pagecache.evict(files)
         cache = pagecache.after_eviction(files, settings["cold_cache"])
         test_images, test_labels = decode(manifest, "test")
-        ops = load_ops(backend, "training")
+        ops: TrainingOps = load_ops(backend, "training")
         backend.reset_device_memory()
         try:
             model = ops.build(spec, initial_weights(spec, seed), optimization)
@@ -253,8 +253,8 @@ class Training(OptimizerSettings, Scenario):
                  for name in (ok[0]["timing"]["breakdown"] if ok else {})}
         runs = [r["training"] for r in ok]
         wall_s = sum(r["throughput"].get("wall_s") or sum(r["timing"]["samples_ms"]) / 1e3
-                     for r in ok)  # before the pooling below replaces the first's samples
-        # Each process's wall time per step, before the pooling replaces the first's too.
+                     for r in ok)
+        # Each process's wall time per step.
         walls = [(r.get("throughput") or {}).get("wall_step_ms") for r in ok]
         final = super().combine(records)
         if len(records) == 1 or final["status"] != "ok":

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from dlbench.catalogue.optimizers import Optimizer
     from dlbench.catalogue.recipes import Optimization
     from dlbench.data.pipeline import Pipeline
-    from dlbench.measure.training import Step
+    from dlbench.measure.training import TrainingStep
 
 
 class TrainingOps(Protocol):
@@ -37,8 +37,8 @@ class TrainingOps(Protocol):
         ...
 
     def train_step(self, model: Any, opt: Any, optimization: "Optimization"
-                   ) -> "Step":
-        """The training step in the recipe, in parts (dlbench.measure.training.Step)."""
+                   ) -> "TrainingStep":
+        """The training step in the recipe, in parts (dlbench.measure.training.TrainingStep)."""
         ...
 
     def mean_loss(self, losses: list) -> float:

@@ -10,8 +10,8 @@ import matplotlib.pyplot as plt
 
 from dlbench.analysis import efficiency, roofline
 from dlbench.analysis.summary import load, scenarios, several_devices
+from dlbench.format import blank_repeats
 from dlbench.report.display import say, show
-from dlbench.report.format import blank_repeats
 
 everything = load(summary)
 machine = efficiency.load_peaks(peaks)

@@ -8,6 +8,7 @@ from dlbench.analysis.quality import quality
 from dlbench.analysis.reproduce import reproduce
 from dlbench.analysis.startup import startup
 from dlbench.analysis.summary import load, timed
+from dlbench.format import blank_repeats, md_code_block
 from dlbench.measure.flags import (
     BUSY_OTHER_LOAD_CORES,
     NOISY_STEAL_FRACTION,
@@ -16,7 +17,6 @@ from dlbench.measure.flags import (
 )
 from dlbench.records import provenance
 from dlbench.report.display import say, show
-from dlbench.report.format import blank_repeats, md_code_block
 
 df = load(summary)
 ok = timed(df)

@@ -8,8 +8,8 @@ import matplotlib.pyplot as plt
 
 from dlbench.analysis import generation
 from dlbench.analysis.summary import load, of_scenario, several_devices
+from dlbench.format import framework_name
 from dlbench.report.display import say, show
-from dlbench.report.format import framework_name
 
 everything = load(summary)
 df = of_scenario(everything, "generation")

@@ -8,8 +8,8 @@ scenario = "inference"
 # %%
 from dlbench.analysis.generic import scenario_table
 from dlbench.analysis.summary import load, of_scenario
+from dlbench.format import md_code
 from dlbench.report.display import say, show
-from dlbench.report.format import md_code
 
 cells = of_scenario(load(summary), scenario)
 

@@ -25,8 +25,8 @@ from dlbench.analysis.flags import flagged
 from dlbench.analysis.summary import group_keys, load, of_scenario, scenarios, several_devices
 from dlbench.analysis.summary import timed as timed_cells
 from dlbench.catalogue.precisions import PRECISIONS
+from dlbench.format import blank_repeats, framework_name, md_text
 from dlbench.report.display import say, show
-from dlbench.report.format import blank_repeats, framework_name, md_text
 
 # A cell above its ceiling counts in no speed-up, as a wrong answer does not.
 everything = efficiency.with_ceilings(load(summary), peaks)

@@ -8,8 +8,8 @@ import matplotlib.pyplot as plt
 
 from dlbench.analysis import plots, train_step
 from dlbench.analysis.summary import load, of_scenario, several_devices
+from dlbench.format import blank_repeats, fmt_percent, framework_name, md_code, md_text
 from dlbench.report.display import say, show
-from dlbench.report.format import blank_repeats, fmt_percent, framework_name, md_code, md_text
 
 everything = load(summary)
 df = of_scenario(everything, "train_step")

@@ -11,8 +11,8 @@ import matplotlib.pyplot as plt
 from dlbench.analysis import bottleneck, efficiency, plots
 from dlbench.analysis import training as training_analysis
 from dlbench.analysis.summary import load, of_scenario
+from dlbench.format import blank_repeats, file_link
 from dlbench.report.display import say, show
-from dlbench.report.format import blank_repeats, file_link
 
 # A cell above its ceiling counts in no speed-up, as a wrong answer does not.
 df = of_scenario(efficiency.with_ceilings(load(summary), peaks), "training")

@@ -2,7 +2,7 @@
 
 from types import MappingProxyType
 
-from dlbench.frameworks.descriptor import Framework, GemmLibrary
+from dlbench.catalogue.frameworks import Framework, GemmLibrary
 
 FRAMEWORK = Framework(
     name="jax",

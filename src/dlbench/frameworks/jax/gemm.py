@@ -1,4 +1,4 @@
-"""JAX's matrix product for the machine's peak (dlbench.measure.peak): `jnp.matmul` under `jax.jit`,
+"""JAX's matrix product for the machine's peak (dlbench.run.peak): `jnp.matmul` under `jax.jit`,
 as a jit cell runs its layers (XLA's dot: its CPU runtime's Eigen or oneDNN kernels, cuBLAS
 on a GPU), in float32 at the backend's 'highest' precision."""
 

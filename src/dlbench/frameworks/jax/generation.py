@@ -34,7 +34,7 @@ from transformers.models.gpt2 import modeling_flax_gpt2
 from dlbench.catalogue.models import ModelSpec
 from dlbench.catalogue.recipes import Optimization
 from dlbench.frameworks.jax.inference import _DTYPES, Model, _load_pytorch_weights
-from dlbench.scenarios.generation_ops import Decoder
+from dlbench.measure.decoder import Decoder
 
 # The causal-LM class of each decoder family (its head tied to the word embeddings).
 LM_CLASSES = {"gpt2": "FlaxGPT2LMHeadModel"}

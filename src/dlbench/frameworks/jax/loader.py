@@ -13,7 +13,7 @@ import numpy as np
 
 from dlbench.data import read_png
 from dlbench.data.pipeline import PAD
-from dlbench.run import faults
+from dlbench.measure import faults
 
 
 class SharedImages:
@@ -92,7 +92,7 @@ class LoadImage:
         if self.cache is not None and (pixels := self.cache.get(index)) is not None:
             return pixels
         pixels = read_png(self.root, self.entries[index][0])  # names a damaged file
-        if self.delay_s:  # a slow decoder, for tests only (dlbench.run.faults)
+        if self.delay_s:  # a slow decoder, for tests only (dlbench.measure.faults)
             time.sleep(self.delay_s)
         if self.cache is not None:
             self.cache.put(index, pixels)

@@ -26,7 +26,7 @@ from dlbench.catalogue.optimizers import Optimizer
 from dlbench.catalogue.recipes import Optimization
 from dlbench.frameworks.jax.inference import JaxInference, Model
 from dlbench.frameworks.jax.optimizer import INITIAL_SCALE, describe, make_optimizer, scaled_update
-from dlbench.measure.parts import Step
+from dlbench.measure.parts import StepParts
 
 FORWARD_BACKWARD, OPTIMIZER = "forward_backward", "optimizer"
 
@@ -121,7 +121,7 @@ class JaxTrainStep:
     # -- the step ----------------------------------------------------------------------------
 
     def train_step(self, model: Model, opt: Trainer, inputs: dict,
-                   optimization: Optimization) -> Step:
+                   optimization: Optimization) -> StepParts:
         """The step in parts: the gradients (the loss, an array, not read), then the
         optimizer update."""
         trainer = opt  # the optimizer and its state
@@ -166,7 +166,7 @@ class JaxTrainStep:
                "optax update" + (" with dynamic loss scaling" if scaled else "")
                + ", as two jax.jit functions: split so that the optimizer step is timed on "
                "its own (one function for both could overlap or fuse them)")
-        return Step({FORWARD_BACKWARD: forward_backward, OPTIMIZER: optimizer_step}, how)
+        return StepParts({FORWARD_BACKWARD: forward_backward, OPTIMIZER: optimizer_step}, how)
 
     def losses(self, outputs: list) -> list[float]:
         """The losses the steps returned, as numbers (read once, after the loop)."""

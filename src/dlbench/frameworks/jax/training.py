@@ -208,7 +208,7 @@ class JaxTraining:
 
     def train_step(self, model: Model, opt: optax.GradientTransformation,
                    optimization: Optimization) -> "JaxStep":
-        """The training step, in parts (see dlbench.measure.training.Step)."""
+        """The training step, in parts (see dlbench.measure.training.TrainingStep)."""
         return JaxStep(model, opt, self.backend, self.seed,
                        scaled=optimization.precision.name == "fp16")
 

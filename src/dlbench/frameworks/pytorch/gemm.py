@@ -1,4 +1,4 @@
-"""PyTorch's matrix products for the machine's peak (dlbench.measure.peak): one square product per
+"""PyTorch's matrix products for the machine's peak (dlbench.run.peak): one square product per
 call, through the library a PyTorch program reaches.
 
 - `torch-linear`: `torch.nn.functional.linear`, what every `nn.Linear` calls, eagerly and

@@ -20,8 +20,8 @@ from dlbench.catalogue.models import ModelSpec
 from dlbench.catalogue.recipes import Optimization
 from dlbench.frameworks.pytorch import dynamo
 from dlbench.frameworks.pytorch.inference import _check_loading
-from dlbench.run import faults
-from dlbench.scenarios.generation_ops import Decoder
+from dlbench.measure import faults
+from dlbench.measure.decoder import Decoder
 
 # The causal-LM class of each decoder family (its head tied to the word embeddings).
 LM_CLASSES = {"gpt2": "GPT2LMHeadModel"}
@@ -153,7 +153,7 @@ class PyTorchGeneration:
     @staticmethod
     def _corrupt_cache_midway(model: torch.nn.Module, prompt_length: int,
                               new_tokens: int) -> None:
-        """The wrong-cache fault (dlbench.run.faults): after the forward pass that made
+        """The wrong-cache fault (dlbench.measure.faults): after the forward pass that made
         new token new_tokens // 2 − 1, the cache's values are corrupted, so that token
         new_tokens // 2 is the first made from a wrong cache."""
         forward, middle = model.forward, new_tokens // 2

@@ -96,7 +96,7 @@ class PyTorchInference:
             model.save_pretrained(tmp, safe_serialization=True, max_shard_size="1000GB")
             os.replace(Path(tmp) / "config.json", path.with_name("config.json"))
             weights = Path(tmp) / "model.safetensors"
-            from dlbench.records.result import default_file_mode
+            from dlbench.files.atomic import default_file_mode
 
             os.chmod(weights, default_file_mode())  # safetensors makes it private (0600)
             os.replace(weights, path)

@@ -18,7 +18,7 @@ from dlbench.catalogue.recipes import Optimization
 from dlbench.frameworks.pytorch import dynamo
 from dlbench.frameworks.pytorch.inference import PyTorchInference
 from dlbench.frameworks.pytorch.training import make_optimizer
-from dlbench.measure.parts import Step
+from dlbench.measure.parts import StepParts
 
 _AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
 FORWARD_BACKWARD, OPTIMIZER, WHOLE = "forward_backward", "optimizer", "step"
@@ -91,7 +91,7 @@ class PyTorchTrainStep:
     # -- the step ----------------------------------------------------------------------------
 
     def train_step(self, model: torch.nn.Module, opt: torch.optim.Optimizer, inputs: dict,
-                   optimization: Optimization) -> Step:
+                   optimization: Optimization) -> StepParts:
         """The step in parts: forward, loss and backward (the loss, a device tensor, not
         read); then the optimizer step. compile-step compiles both as one: one part."""
         recipe = optimization.recipe.name
@@ -127,14 +127,14 @@ class PyTorchTrainStep:
                 return loss
 
             compiled = torch.compile(whole)
-            return Step({WHOLE: lambda: compiled(ids, mask)},
+            return StepParts({WHOLE: lambda: compiled(ids, mask)},
                         "torch.compile of the whole step (forward, loss, backward and the "
                         "optimizer step): timed as a whole, its parts are not separable")
         how = ("forward, loss and backward (zero_grad first); then optimizer.step()"
                + (", through the gradient scaler" if scaler else "")
                + (" — torch.compile of the model and loss; the optimizer step eager"
                   if recipe == "compile" else ""))
-        return Step({FORWARD_BACKWARD: lambda: forward_backward(ids, mask),
+        return StepParts({FORWARD_BACKWARD: lambda: forward_backward(ids, mask),
                      OPTIMIZER: optimizer_step}, how)
 
     def compilation(self) -> dict | None:

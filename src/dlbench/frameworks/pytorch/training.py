@@ -21,7 +21,7 @@ from dlbench.catalogue.recipes import Optimization
 from dlbench.data import decode, read_png
 from dlbench.data.pipeline import PAD, LoaderDied, Pipeline
 from dlbench.frameworks.pytorch import dynamo
-from dlbench.run import faults
+from dlbench.measure import faults
 
 _AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -97,7 +97,7 @@ class PngDataset(torch.utils.data.Dataset):
         if self.cache is not None and (pixels := self.cache.get(index)) is not None:
             return pixels
         pixels = read_png(self.root, self.entries[index][0])  # names a damaged file
-        if self.delay_s:  # a slow decoder, for tests only (dlbench.run.faults)
+        if self.delay_s:  # a slow decoder, for tests only (dlbench.measure.faults)
             time.sleep(self.delay_s)
         if self.cache is not None:
             self.cache.put(index, pixels)
@@ -228,7 +228,7 @@ class PyTorchTraining:
 
     def train_step(self, model: torch.nn.Module, opt: torch.optim.Optimizer,
                    optimization: Optimization) -> "PyTorchStep":
-        """The training step, in parts (see dlbench.measure.training.Step)."""
+        """The training step, in parts (see dlbench.measure.training.TrainingStep)."""
         recipe = optimization.recipe.name
         if recipe == "cudnn-benchmark":
             torch.backends.cudnn.benchmark = True

@@ -1,4 +1,4 @@
-"""TensorFlow's matrix product for the machine's peak (dlbench.measure.peak): `tf.matmul` in a
+"""TensorFlow's matrix product for the machine's peak (dlbench.run.peak): `tf.matmul` in a
 `tf.function`, as a graph cell runs its layers. On the CPU its kernel is Eigen's
 contraction with oneDNN's sgemm blocks (ONEDNN_VERBOSE=1 shows `gemm_api` calls), or
 oneDNN's own MatMul op where TensorFlow turns its oneDNN operations on (the

@@ -24,7 +24,7 @@ from dlbench.frameworks.tensorflow.inference import (
     _load_pytorch_weights,
     built_to_load,
 )
-from dlbench.scenarios.generation_ops import Decoder
+from dlbench.measure.decoder import Decoder
 
 # The causal-LM class of each decoder family (its head tied to the word embeddings).
 LM_CLASSES = {"gpt2": "TFGPT2LMHeadModel"}

@@ -17,7 +17,7 @@ from dlbench.catalogue.optimizers import Optimizer
 from dlbench.catalogue.recipes import Optimization
 from dlbench.frameworks.tensorflow.inference import TensorFlowInference
 from dlbench.frameworks.tensorflow.optimizer import is_legacy, make_optimizer
-from dlbench.measure.parts import Step
+from dlbench.measure.parts import StepParts
 
 FORWARD_BACKWARD, OPTIMIZER = "forward_backward", "optimizer"
 
@@ -117,7 +117,7 @@ class TensorFlowTrainStep:
 
     # -- the step ----------------------------------------------------------------------------
 
-    def train_step(self, model, opt, inputs: dict, optimization: Optimization) -> Step:
+    def train_step(self, model, opt, inputs: dict, optimization: Optimization) -> StepParts:
         """The step in parts: the gradients (forward, loss, backward; the loss, a tensor,
         not read), then applying them (the optimizer step)."""
         recipe = optimization.recipe.name
@@ -145,7 +145,7 @@ class TensorFlowTrainStep:
                f"apply_gradients{' through the loss-scale optimizer' if step.scaled else ''}"
                f"{compiled}: split so that the optimizer step is timed on its own (one "
                f"function for both could overlap or fuse them)")
-        return Step({FORWARD_BACKWARD: forward_backward, OPTIMIZER: optimizer_step}, how)
+        return StepParts({FORWARD_BACKWARD: forward_backward, OPTIMIZER: optimizer_step}, how)
 
     def losses(self, outputs: list) -> list[float]:
         """The losses the steps returned, as numbers (read once, after the loop)."""

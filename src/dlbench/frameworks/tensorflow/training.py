@@ -21,7 +21,7 @@ from dlbench.catalogue.recipes import Optimization
 from dlbench.data import damaged_file_error, decode
 from dlbench.data.pipeline import PAD, Pipeline
 from dlbench.frameworks.tensorflow.optimizer import make_optimizer
-from dlbench.run import faults
+from dlbench.measure import faults
 
 _POLICIES = {"bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 # tf.data's static optimizations that are on unless turned off (TensorFlow 2.21,
@@ -172,7 +172,7 @@ class TensorFlowTraining:
         cache = DecodedCache(len(manifest["train"]), shape) if pipeline.cache else None
         delay_s = faults.decode_delay_s()
 
-        def slow(image):  # a slow decoder, for tests only (dlbench.run.faults)
+        def slow(image):  # a slow decoder, for tests only (dlbench.measure.faults)
             time.sleep(delay_s)
             return image
 
@@ -258,7 +258,7 @@ class TensorFlowTraining:
     # -- the training step -------------------------------------------------------------------
 
     def train_step(self, model, opt, optimization: Optimization) -> "TensorFlowStep":
-        """The training step, in parts (see dlbench.measure.training.Step)."""
+        """The training step, in parts (see dlbench.measure.training.TrainingStep)."""
         return TensorFlowStep(model, opt, optimization, self.backend.device_name,
                               self.data_format)
 

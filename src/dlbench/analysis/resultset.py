@@ -11,7 +11,7 @@ import pandas as pd
 
 from dlbench.analysis.status import from_elsewhere
 from dlbench.analysis.summary import derive
-from dlbench.plan import paths
+from dlbench.files import paths
 from dlbench.records import aggregate, origin, result
 
 SUMMARY_SUFFIXES = (".parquet", ".csv")

@@ -1,6 +1,7 @@
-"""How the report writes values: numbers, seconds, errors, N/A reasons, framework names;
-and how text from the records (a reason, an exception's message, a model's or a path's
-name) goes into the report's HTML, Markdown and CSS as text, never as markup."""
+"""How values are written, alike in the analysis's tables and the report's pages: numbers,
+seconds, errors, N/A reasons, framework names; and how text from the records (a reason, an
+exception's message, a model's or a path's name) goes into the report's HTML, Markdown and
+CSS as text, never as markup."""
 
 import html
 import math
@@ -9,7 +10,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from dlbench.plan import axes
+from dlbench.catalogue import axes
 
 
 def framework_name(framework: str) -> str:

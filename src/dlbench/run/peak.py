@@ -33,11 +33,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from dlbench.frameworks import registry
-from dlbench.measure import env, quiet, theoretical
-from dlbench.plan import paths
+from dlbench.catalogue.frameworks import declarations, leave_out_unused_imports
+from dlbench.files import atomic, paths
+from dlbench.measure import devices, env, quiet, theoretical
 from dlbench.records import result
-from dlbench.run import devices
 
 # A CPU library that got less than this share of its threads' cores ran on a busy machine.
 BUSY_SHARE = 0.9
@@ -62,7 +61,7 @@ class Library:
 # registry's order.
 LIBRARIES = {
     library.key: Library(framework.name, library.name, library.devices, library.default)
-    for framework in registry.frameworks() for library in framework.gemm_libraries
+    for framework in declarations() for library in framework.gemm_libraries
 }
 
 
@@ -91,7 +90,7 @@ def measure_library(library: str, device: str, precision: str, threads: int,
     """One library's record in this process (see the module), which runs no other."""
     lib = LIBRARIES[library]
     env.set_thread_variables(threads)
-    registry.leave_out_unused_imports(lib.framework)
+    leave_out_unused_imports(lib.framework)
     from dlbench.frameworks import load_backend
 
     backend = load_backend(lib.framework, device, threads, 1)
@@ -303,5 +302,5 @@ def write(device: str, precision: str, threads: int, out: Path, seconds: float,
     else:
         record = measure(device, precision, threads, seconds, sizes, which, attempts,
                          quiet_wait_s)
-    result.write_json_atomic(out, record)
+    atomic.write_json_atomic(out, record)
     return record

@@ -149,7 +149,7 @@ def dataset_log(name: str) -> str:
     return f"{LOGS}/data/{name}.log"
 
 
-# -- the machine's GEMM peaks (dlbench.measure.peak) -------------------------------------------
+# -- the machine's GEMM peaks (dlbench.run.peak) -------------------------------------------
 
 
 def peak(device: str, precision: str, threads: Value) -> str:

@@ -25,7 +25,7 @@ import jsonschema
 
 
 class HasSizes(Protocol):
-    """What the codec asks of a cell (dlbench.plan.matrix.Cell): its value of a size axis."""
+    """What the codec asks of a cell (dlbench.scenarios.cell.Cell): its value of a size axis."""
 
     def size(self, axis: str) -> int | str: ...
 

@@ -1,7 +1,7 @@
 """The fixed values of the matrix axes, and the frameworks' names and labels from their
-registry (dlbench.frameworks.registry)."""
+registry (dlbench.catalogue.frameworks)."""
 
-from dlbench.frameworks.registry import REGISTERED, labels
+from dlbench.catalogue.frameworks import REGISTERED, labels
 
 FRAMEWORKS = REGISTERED
 DEVICES = ("cpu", "gpu")

@@ -7,14 +7,15 @@ import traceback
 from functools import partial
 from pathlib import Path
 
+from dlbench.catalogue import frameworks
 from dlbench.data.pipeline import LoaderDied
-from dlbench.frameworks import registry
-from dlbench.measure import compile_cache, env
+from dlbench.files import atomic
+from dlbench.measure import compile_cache, env, faults
 from dlbench.measure.memory import PhaseMemory, rss_mb
 from dlbench.measure.timing import PhaseClock
 from dlbench.records import result
 from dlbench.records.record import new_record
-from dlbench.run import faults, profiler
+from dlbench.run import profiler
 
 
 def measure_cells(tasks: list, paths: list[Path], start: float, repeat: int,
@@ -25,7 +26,7 @@ def measure_cells(tasks: list, paths: list[Path], start: float, repeat: int,
     # Thread pools read these when the framework loads; Snakemake's values must not win.
     env.set_thread_variables(settings["threads"])
     # The other frameworks, SciPy, scikit-learn: imported for code that no cell runs.
-    registry.leave_out_unused_imports(tasks[0].cell.framework)  # one per process
+    frameworks.leave_out_unused_imports(tasks[0].cell.framework)  # one per process
     backend = None
     for position, (task, path) in enumerate(zip(tasks, paths, strict=True)):
         record = new_record(task.cell, task.settings(settings), started=start)
@@ -43,7 +44,7 @@ def measure_cells(tasks: list, paths: list[Path], start: float, repeat: int,
         record["process"].update(measured.pop("process", {}))
         record.update(measured)
         record["finished_at"] = result.now()
-        result.write_json_atomic(path, record)  # validated and completed by the supervisor
+        atomic.write_json_atomic(path, record)  # validated and completed by the supervisor
         start = time.time()
 
 

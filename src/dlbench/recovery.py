@@ -10,7 +10,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from dlbench.plan import paths
+from dlbench.files import paths
 from dlbench.plan.matrix import Cell
 from dlbench.records import aggregate
 from dlbench.records.record import finish, new_record

@@ -1,15 +1,24 @@
-"""What a framework declares about itself, read without importing the framework: the
-harness asks these questions instead of naming frameworks (dlbench.frameworks.registry
-loads one per registered framework from its folder's `about` module)."""
+"""The frameworks, as the harness knows them without importing one: what a framework
+declares about itself (`Framework`, in its folder's `about` module: dlbench/frameworks/<name>/
+about.py), and the registered ones. The harness asks these questions instead of naming
+frameworks. Adding one is a folder dlbench/frameworks/<name>/ (its `about` module declares
+it, `backend` and the scenarios' operations implement it) and one line in REGISTERED.
 
+Importing this module imports no framework: the `about` modules are light, and import
+nothing of dlbench but this module.
+"""
+
+import importlib
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from types import MappingProxyType
 
 
 @dataclass(frozen=True)
 class GemmLibrary:
-    """A library whose matrix product bounds the framework's cells (dlbench.measure.peak)."""
+    """A library whose matrix product bounds the framework's cells (dlbench.run.peak)."""
 
     key: str  # its name in paths and commands, e.g. "torch-linear"
     name: str  # as the report names it
@@ -45,9 +54,9 @@ class Framework:
     # Libraries that transformers and Keras import whenever they are installed, for code
     # none of its cells runs (scikit-learn for assisted generation and estimator wrappers,
     # SciPy for object detection's loss): its measuring process marks them absent, as it
-    # does the other frameworks (dlbench.frameworks.registry.unused_imports), which saves
-    # seconds of every cell's start-up on 2 cores. One its own code needs stays listed out
-    # (JAX's sparse module imports SciPy).
+    # does the other frameworks (unused_imports, below), which saves seconds of every
+    # cell's start-up on 2 cores. One its own code needs stays listed out (JAX's sparse
+    # module imports SciPy).
     unused_imports: tuple[str, ...] = ("sklearn", "scipy")
 
     # The recipe of its training step as its users run it by default (the analysis of
@@ -67,3 +76,58 @@ class Framework:
     def model_class(self, family: str) -> str | None:
         """The transformers class that builds `family` here (None: there is none)."""
         return self.model_classes.get(family)
+
+
+# One line per framework, in the order every listing shows them.
+REGISTERED = (
+    "pytorch",
+    "tensorflow",
+    "jax",
+)
+
+# The framework whose eager fp32 output on the CPU is every inference cell's reference
+# (dlbench.reference): it builds the shared seeded weights that the others load.
+REFERENCE_FRAMEWORK = "pytorch"
+
+
+@cache
+def get(name: str) -> Framework:
+    """A registered framework's declaration (its folder's `about.FRAMEWORK`)."""
+    if name not in REGISTERED:
+        raise ValueError(f"unknown framework {name!r}; known: {', '.join(REGISTERED)}")
+    declared = importlib.import_module(f"dlbench.frameworks.{name}.about").FRAMEWORK
+    if declared.name != name:
+        raise ValueError(f"dlbench.frameworks.{name}.about declares {declared.name!r}")
+    return declared
+
+
+def declarations() -> tuple[Framework, ...]:
+    """Every registered framework's declaration, in REGISTERED's order."""
+    return tuple(get(name) for name in REGISTERED)
+
+
+def labels() -> dict[str, str]:
+    """Each framework's name as the report writes it, e.g. {"pytorch": "PyTorch"}."""
+    return {framework.name: framework.label for framework in declarations()}
+
+
+def packages(name: str) -> set[str]:
+    """The import names of framework `name`'s distributions ("_" for "-": tf-keras is
+    tf_keras)."""
+    return {package.replace("-", "_") for package in get(name).distributions}
+
+
+def unused_imports(name: str) -> set[str]:
+    """The packages that no cell of framework `name` runs but that transformers, Keras or
+    TensorFlow import whenever they are installed: the other frameworks' and those its
+    declaration lists."""
+    others = set().union(*(packages(other) for other in REGISTERED if other != name))
+    return (others | set(get(name).unused_imports)) - packages(name)
+
+
+def leave_out_unused_imports(name: str) -> None:
+    """In a process that runs framework `name` alone (a measuring child, a reference or a
+    peak job): mark its unused imports absent, so that transformers, Keras and TensorFlow
+    carry on without them (seconds of every such process's start-up on 2 cores)."""
+    for unused in unused_imports(name):
+        sys.modules.setdefault(unused, None)
