@@ -229,11 +229,14 @@ def test_a_starved_loader_is_input_bound_and_its_ablation_proves_it(tmp_path, da
 @pytest.mark.alone
 def test_the_in_memory_pipeline_is_not_input_bound(tmp_path, data):
     """Fed from memory either way, the step and its ablation run alike: measured once on
-    the idle machine (`alone`), no retry, and decided (beside a busy process it is not:
-    the last test)."""
+    the idle machine (`alone`), no retry, never input-bound. Decided unless a noise flag
+    says the timing may not be the machine's best (a fresh clone's run once flagged its
+    steps unstable, IQR 11%): then not decided, whatever its figures (beside a busy
+    process it must not be: the last test)."""
     cell = train(tmp_path, data, "memory", "--epochs=3")
     name, why = bottleneck.verdict(cell)
-    assert name in (bottleneck.COMPUTE, bottleneck.PARTLY), why
+    assert name != bottleneck.INPUT, why
+    assert (name == bottleneck.UNDECIDED) == bool(bottleneck.noise_flags(cell)), why
     assert cell["breakdown_input_wait_share"] < bottleneck.PARTLY_WAIT
     assert cell["ablation_efficiency"] > 0.8
 
@@ -263,8 +266,8 @@ def test_without_py_spy_the_cell_runs_and_says_why(tmp_path, data):
 
 @pytest.mark.slow
 def test_a_cell_measured_beside_a_busy_process_is_not_decided(tmp_path, data):
-    """A process spinning on a core beside the in-memory cell (which, idle, is decided:
-    the test above): flagged busy, so not decided, and its reason names the flag."""
+    """A process spinning on a core beside the in-memory cell: flagged busy, so not
+    decided, and its reason names the flag."""
     spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
         busy = train(tmp_path, data, "memory", "--epochs=3")
