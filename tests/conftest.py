@@ -180,7 +180,7 @@ def chromium() -> str:
     return path
 
 
-# -- two tests at a time (pytest -n 2: pytest-xdist, see the README) ------------------------
+# -- two tests at a time (pytest -n 2: pytest-xdist, see docs/testing.md) --------------------
 # Most of an end-to-end test's time is processes starting, Snakemake planning and jobs
 # waiting, so two workers share the 2 cores. A test marked `alone` decides a verdict from
 # the machine's speed or load (a bottleneck, a significance, a ratio within the noise):
