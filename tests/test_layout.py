@@ -9,11 +9,12 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src"
 
 
-def modules() -> dict[str, Path]:
-    """dlbench's modules by dotted name (a package by its __init__)."""
+def modules(root: Path = SRC) -> dict[str, Path]:
+    """The modules of the dlbench package under root by dotted name (a package by its
+    __init__)."""
     found = {}
-    for path in (SRC / "dlbench").rglob("*.py"):
-        parts = list(path.relative_to(SRC).with_suffix("").parts)
+    for path in (root / "dlbench").rglob("*.py"):
+        parts = list(path.relative_to(root).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts.pop()
         found[".".join(parts)] = path
@@ -184,13 +185,7 @@ def test_the_layer_check_sees_an_upward_import(tmp_path):
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
-    found = {}
-    for path in (tmp_path / "dlbench").rglob("*.py"):
-        parts = list(path.relative_to(tmp_path).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts.pop()
-        found[".".join(parts)] = path
-    graph = import_graph(found)
+    graph = import_graph(modules(tmp_path))
     layers = (("low",), ("high",), ("top", "side"))
     assert upward_imports(graph, layers) == {
         ("dlbench.low", "dlbench.high"): ["dlbench.low.a -> dlbench.high.b"]}
