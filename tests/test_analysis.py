@@ -295,6 +295,16 @@ def test_flags_recomputed_with_the_harness_thresholds():
     assert flagged["reasons"].iloc[0] == ""
 
 
+def test_unstable_recomputed_against_the_machines_own_noise():
+    """The summary's machine_noise_relative_iqr raises the unstable limit to twice it."""
+    rows = frame(cell(median=1.0, relative_iqr=0.15, machine_noise_relative_iqr=0.08),
+                 cell(median=1.0, seqlen=2, relative_iqr=0.15, machine_noise_relative_iqr=0.03),
+                 cell(median=1.0, seqlen=3, relative_iqr=0.15))
+    flagged = flags.recompute(rows)
+    assert flagged["unstable"].tolist() == [False, True, True]
+    assert flagged["reasons"].iloc[1].endswith("(limit 10%; a fixed workload's beside it: 3%)")
+
+
 def test_every_flag_recomputed_from_the_summary():
     """The flags added after the first two, from the columns that hold their figures."""
     quiet = {"utilization_steal_fraction": 0.0, "utilization_other_load_cores": 0.0,
@@ -432,6 +442,10 @@ def test_quality_shows_the_flagged_cells_least_stable_first():
     calm = quality.quality(timed(rows.assign(flags_unstable=False)))
     assert calm.flagged == 0 and calm.table["median ms"].tolist() == ["3.00", "2.00", "1.00"]
     assert quality.quality(timed(frame(cell(median=1.0)))) is None
+    assert calm.machine_noise is None  # no cell has the machine's own noise beside it
+    noise = quality.quality(timed(rows.assign(machine_noise_relative_iqr=[0.04, 0.02, 0.09])))
+    assert noise.machine_noise == (0.02, 0.04, 0.09)
+    assert noise.table["machine's IQR / median"].tolist() == ["2.0%", "4.0%"]
 
 
 # --- speed-ups ------------------------------------------------------------------------------

@@ -69,6 +69,14 @@ def test_cell_measures_and_records(measured, framework, model, optimization):
     assert 0 < startup["imports_done_s"] < startup["model_ready_s"] <= (
         startup["first_timed_iteration_s"])
     assert record["environment"]["libraries"]["transformers"].startswith("4.57")
+    # The machine's own noise beside the cell: its framework's own product, timed after it.
+    noise = record["machine_noise"]
+    label = {"pytorch": "PyTorch F.linear", "tensorflow": "TensorFlow tf.matmul",
+             "jax": "JAX jnp.matmul"}[framework]
+    assert noise["workload"].startswith(label) and noise["samples"] >= 12, noise
+    # Samples of about SAMPLE_S (10 ms): the count of products is set in the first ones,
+    # and a JAX product got faster afterwards (7.2-7.9 ms samples).
+    assert 0 <= noise["relative_iqr"] < 10 and noise["median_sample_ms"] >= 5, noise
 
 
 # Fair comparisons (with tests/test_fairness.py): each framework's recipe records its

@@ -1,13 +1,15 @@
 """Flags that mean something (issue 38: 29 of 32 cells flagged on an idle machine): the same
 three real cells — BERT base in PyTorch at batch 1, lengths 16, 32 and 64, one process as
-a group — measured on the idle machine and beside a real process spinning on a core. Idle,
-a noise flag is rare (at most one of the three); under the load, every cell is flagged
-busy, with the cores the others took in its reason. The timed loops are the default's
-(config/config.yaml: 1.5 s, 6 iterations at least): with 0.4-s loops, 8-20 iterations, the
-IQR of an idle cell came out at 10% and 15% in a CI run (two of three flagged unstable),
-a test of the sample, not of the machine.)"""
+a group, the default's 1.5-s loops — measured on the idle machine and beside a real
+process spinning on a core. Idle, a noise flag is rare (at most one of the three); under
+the load, every cell is flagged busy, with the cores the others took in its reason, and
+the fixed workload timed beside each cell (the machine's own noise, dlbench.measure.noise)
+spreads more than it did idle. On CI's machine the idle cells' IQR came out at 15-20% of
+their median, against a fixed limit of 10% (3 of 3 flagged unstable; 3-7% here): the limit
+is now twice the machine's own noise where that is higher."""
 
 import json
+import statistics
 import subprocess
 import sys
 
@@ -37,17 +39,28 @@ def _noisy(record: dict) -> bool:
     return any(record["flags"][name] for name in NOISE)
 
 
+def _seen(records: list[dict]) -> list[tuple]:
+    """What a failure shows: each cell's spread, the machine's beside it, its reasons and
+    the load the supervisor saw."""
+    return [(round(r["timing"]["relative_iqr"], 3), r["machine_noise"], r["flags"]["reasons"],
+             r["utilization"], r["environment"].get("cpu_model")) for r in records]
+
+
+def _machine_noise(records: list[dict]) -> float:
+    return statistics.median(r["machine_noise"]["relative_iqr"] for r in records)
+
+
 def test_flags_are_rare_on_an_idle_machine_and_common_under_load(tmp_path):
     idle = _group(tmp_path, "idle")
-    assert sum(_noisy(r) for r in idle) <= 1, [r["flags"]["reasons"] for r in idle]
-    assert all(r["utilization"]["other_load_cores"] < 0.25 for r in idle)
+    assert sum(_noisy(r) for r in idle) <= 1, _seen(idle)
+    assert all(r["utilization"]["other_load_cores"] < 0.25 for r in idle), _seen(idle)
     spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
         loaded = _group(tmp_path, "loaded")
     finally:
         spinner.kill()
         spinner.wait()
-    assert all(r["flags"]["busy_machine"] for r in loaded), \
-        [r["utilization"] for r in loaded]
+    assert all(r["flags"]["busy_machine"] for r in loaded), _seen(loaded)
+    assert _machine_noise(loaded) > _machine_noise(idle), (_seen(idle), _seen(loaded))
     assert all(any(reason.startswith("busy machine: other processes kept")
                    for reason in r["flags"]["reasons"]) for r in loaded)

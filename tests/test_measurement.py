@@ -68,6 +68,39 @@ def test_flags_name_their_reason():
     ]
 
 
+def test_a_spread_that_the_machine_shows_too_is_not_the_cells():
+    """The unstable limit is 10% of the median, or twice the spread of the fixed workload
+    timed beside the cell where that is higher (dlbench.measure.noise)."""
+    assert not flags(0.15, [None], noise={"relative_iqr": 0.08})["unstable"]
+    beside_quiet = flags(0.15, [None], noise={"relative_iqr": 0.03})
+    assert beside_quiet["reasons"] == [
+        "unstable: IQR is 15% of the median (limit 10%; a fixed workload's beside it: 3%)"]
+    beside_noisy = flags(0.25, [None], noise={"relative_iqr": 0.08})
+    assert beside_noisy["reasons"] == [
+        "unstable: IQR is 25% of the median (limit 16%; a fixed workload's beside it: 8%)"]
+    assert flags(0.11, [None])["unstable"]  # no workload measured: the fixed limit
+
+
+def test_the_probe_sees_a_machine_that_slows_at_times():
+    """The probe's own figure, from real work timed by the clock: a product that takes 1 ms
+    every time, and one that takes twice as long in every other 25 ms of the clock (a
+    machine that slows at times, as a neighbour's bursts make it)."""
+    from dlbench.measure.noise import probe
+
+    def spin(seconds: float) -> None:
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            pass
+
+    def slowing() -> None:
+        spin(0.002 if int(time.perf_counter() / 0.025) % 2 else 0.001)
+
+    steady = probe(lambda: spin(0.001), lambda: None, seconds=0.3)
+    uneven = probe(slowing, lambda: None, seconds=0.3)
+    assert steady["samples"] >= 12 and steady["median_sample_ms"] >= 10
+    assert uneven["relative_iqr"] > 0.2 and steady["relative_iqr"] < uneven["relative_iqr"] / 2
+
+
 @pytest.mark.slow
 @pytest.mark.alone
 def test_bert_base_peak_memory_exceeds_its_weights_and_uses_both_threads(tmp_path):

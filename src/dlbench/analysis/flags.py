@@ -59,11 +59,13 @@ def recompute(cells: pd.DataFrame) -> pd.DataFrame:
         if _value(row, "compilation_graphs") is not None:
             compilation = {key: int(_value(row, f"compilation_{key}") or 0)
                            for key in ("graphs", "graph_breaks", "recompiles")}
+        beside = _value(row, "machine_noise_relative_iqr")
         threads = _value(row, "intra_op_threads")
         result = harness.flags(float(row["relative_iqr"]), [window],
                                threads=None if threads is None else int(threads),
                                between_cv=_value(row, "between_processes_cv"),
-                               interval=interval, compilation=compilation)
+                               interval=interval, compilation=compilation,
+                               noise=None if beside is None else {"relative_iqr": beside})
         rows.append({name: result[name] for name in harness.FLAGS}
                     | {"reasons": "; ".join(result["reasons"])})
     return pd.DataFrame(rows, index=timed.index, columns=[*harness.FLAGS, "reasons"])

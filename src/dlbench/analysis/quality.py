@@ -11,7 +11,8 @@ from dlbench.format import fmt_fixed, fmt_ms, fmt_percent
 ROWS = 30  # the table shows the flagged cells, or the least stable ones, up to this many
 _COLUMNS = {"cell_id": "cell", "median_ms": "median ms", "ci": "95% CI of the median",
             "median_ci95_half_width": "CI ±", "median_ci95_coverage": "CI coverage",
-            "relative_iqr": "IQR / median", "iterations": "iterations",
+            "relative_iqr": "IQR / median",
+            "machine_noise_relative_iqr": "machine's IQR / median", "iterations": "iterations",
             "stopped_by": "stopped by", "attempts": "attempts",
             "utilization_process_cpu_cores_mean": "cores used",
             "utilization_other_load_cores": "other load (cores)",
@@ -24,10 +25,13 @@ _STOPPED = {"min_duration_and_iterations": "fixed", "target_ci": "target reached
 @dataclass
 class Quality:
     """table: the flagged cells (or, if none is, every timed cell), least stable first,
-    at most ROWS of them; flagged: how many timed cells are flagged."""
+    at most ROWS of them; flagged: how many timed cells are flagged; machine_noise: the
+    machine's own noise beside the cells (dlbench.measure.noise: the relative IQR of a fixed
+    workload), as (lowest, median, highest) over the cells, None where none has it."""
 
     table: pd.DataFrame
     flagged: int
+    machine_noise: tuple[float, float, float] | None = None
 
 
 def quality(timed: pd.DataFrame) -> Quality | None:
@@ -45,7 +49,8 @@ def quality(timed: pd.DataFrame) -> Quality | None:
     bad = cells[cells["flagged"]]
     table = (bad if not bad.empty else cells).sort_values("relative_iqr", ascending=False)
     table = table[list(columns)].rename(columns=columns).head(ROWS)
-    for column in ("IQR / median", "stolen", "CV between processes", "CI ±", "CI coverage"):
+    for column in ("IQR / median", "machine's IQR / median", "stolen", "CV between processes",
+                   "CI ±", "CI coverage"):
         if column in table:
             table[column] = table[column].map(fmt_percent)
     if "stopped by" in table:
@@ -55,4 +60,7 @@ def quality(timed: pd.DataFrame) -> Quality | None:
         if column in table:
             table[column] = table[column].map(fmt_fixed)
     table["median ms"] = table["median ms"].map(fmt_ms)
-    return Quality(table, len(bad))
+    beside = timed.get("machine_noise_relative_iqr", missing).dropna()
+    noise = None if beside.empty else (float(beside.min()), float(beside.median()),
+                                       float(beside.max()))
+    return Quality(table, len(bad), noise)

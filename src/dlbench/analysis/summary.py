@@ -182,7 +182,7 @@ _OUTCOME = {"cell_id", "scenario", "status", "reason", "started_at", "finished_a
 _PREFIXES = ("env_", "utilization_", "flags_", "optimization_", "correctness_", "process_",
              "device_time_", "between_processes_", "median_ci95_", "arithmetic_",
              "attention_", "compilation_", "mixed_precision_", "path_", "profile_",
-             "breakdown_", "step_", "loss_")
+             "breakdown_", "step_", "loss_", "machine_noise_")
 _SUFFIXES = ("_ms", "_s", "_mb", "_low", "_high", "_fraction")
 
 

@@ -3,7 +3,9 @@ measures, the analysis recomputes them from the stored figures.
 
 Noise flags say that the timing may not be what an idle machine would give; a cell with
 one is what `measurement.retry_noisy` measures again:
-- unstable: the spread of the iterations (IQR) is large;
+- unstable: the spread of the iterations (IQR) is large: above a fixed share of the median,
+  and above twice the machine's own noise measured beside the cell (dlbench.measure.noise),
+  so that a machine that spreads every workload alike does not flag every cell;
 - noisy machine: the host stole CPU time from this virtual machine during the timed loop;
 - busy machine: other processes kept cores busy that the cell needed, during the timed
   loop (they slow every iteration alike, so the IQR stays low while the median rises);
@@ -15,7 +17,10 @@ One more flag is not noise, and repeating does not change it:
   once (recompilations), so part of the step ran eagerly or a compile landed in the loop.
 """
 
-UNSTABLE_RELATIVE_IQR = 0.10  # a cell whose IQR exceeds this fraction of its median
+from dlbench.measure import noise as machine_noise
+
+# A cell whose IQR exceeds this fraction of its median (and twice the machine's own noise).
+UNSTABLE_RELATIVE_IQR = 0.10
 NOISY_STEAL_FRACTION = 0.05  # a cell measured while the host stole more of the CPU
 # Cores kept busy by other processes beyond those the cell left free (the machine's
 # logical CPUs minus the cell's threads), averaged over the timed loop. On an idle 2-core
@@ -41,14 +46,15 @@ def contention(window: dict, threads: int | None) -> float | None:
 
 def flags(relative_iqr: float, windows: list[dict | None], *, threads: int | None = None,
           between_cv: float | None = None, interval: dict | None = None,
-          compilation: dict | None = None) -> dict:
+          compilation: dict | None = None, noise: dict | None = None) -> dict:
     """The flags of a cell, and their reasons.
 
     relative_iqr: of its samples; windows: the supervisor's utilization windows of its
     timed loops (one per process; None where unsampled); threads: the cell's threads;
     between_cv: the spread of the processes' medians (repeats); interval: the timing's
     `target_ci`, `stopped_by` and `median_ci95_half_width`; compilation: torch.compile's
-    `graphs`, `graph_breaks` and `recompiles`.
+    `graphs`, `graph_breaks` and `recompiles`; noise: the machine's own noise measured
+    beside the cell (dlbench.measure.noise: its `relative_iqr`).
     """
     sampled = [w for w in windows if w]
     steal = max((w["steal_fraction"] for w in sampled if w.get("steal_fraction") is not None),
@@ -57,10 +63,13 @@ def flags(relative_iqr: float, windows: list[dict | None], *, threads: int | Non
     busy = max(others, default=None)
     result = dict.fromkeys(FLAGS, False)
     reasons = []
-    if relative_iqr > UNSTABLE_RELATIVE_IQR:
+    unstable = machine_noise.limit(UNSTABLE_RELATIVE_IQR, noise)
+    if relative_iqr > unstable:
         result["unstable"] = True
-        reasons.append(f"unstable: IQR is {relative_iqr:.0%} of the median "
-                       f"(limit {UNSTABLE_RELATIVE_IQR:.0%})")
+        beside = (noise or {}).get("relative_iqr")
+        reasons.append(f"unstable: IQR is {relative_iqr:.0%} of the median (limit "
+                       f"{unstable:.0%}" + ("" if beside is None else
+                       f"; a fixed workload's beside it: {beside:.0%}") + ")")
     if steal is not None and steal > NOISY_STEAL_FRACTION:
         result["noisy_machine"] = True
         reasons.append(f"noisy machine: {steal:.0%} of the CPU time was stolen by the host "
@@ -104,4 +113,4 @@ def cell_flags(record: dict, windows: list[dict | None], between_cv: float | Non
     spread = timing["relative_iqr"] if relative_iqr is None else relative_iqr
     return flags(spread, windows, threads=record["settings"].get("threads"),
                  between_cv=between_cv, interval=timing,
-                 compilation=record.get("compilation"))
+                 compilation=record.get("compilation"), noise=record.get("machine_noise"))

@@ -18,7 +18,8 @@ from dlbench.records import origin, result
 # which the report reads).
 _SECTIONS = {"timing": "", "memory": "", "startup": "", "utilization": "utilization_",
              "flags": "flags_", "optimization": "optimization_", "process": "process_",
-             "details": "path_", "profile": "profile_", "arithmetic": "arithmetic_"}
+             "details": "path_", "profile": "profile_", "arithmetic": "arithmetic_",
+             "machine_noise": "machine_noise_"}
 _ORDER = ["scenario", "framework", "model", "device", "optimization"]
 # Per-iteration, per-process or per-attempt details, and the frameworks' own switches.
 _SKIP = {"samples_ms", "repeats", "method", "warmup_ms", "attempts", "switches"}

@@ -2,6 +2,7 @@
 one after the other, each by its scenario, writing each record as soon as it is done."""
 
 import gc
+import importlib
 import time
 import traceback
 from functools import partial
@@ -10,7 +11,7 @@ from pathlib import Path
 from dlbench.catalogue import frameworks
 from dlbench.data.pipeline import LoaderDied
 from dlbench.files import atomic
-from dlbench.measure import compile_cache, env, faults
+from dlbench.measure import compile_cache, env, faults, noise
 from dlbench.measure.memory import PhaseMemory, rss_mb
 from dlbench.measure.timing import PhaseClock
 from dlbench.records import result
@@ -83,6 +84,8 @@ def _measure(task, settings: dict, clock: PhaseClock, backend) -> tuple[object, 
                   "rss_at_start_mb": rss_at_start_mb, "method": clock.memory.method,
                   **measured.pop("memory", {})}
         details = {**backend.versions(), **measured.pop("details", {})}
+        if measured.get("status", "ok") == "ok":
+            measured["machine_noise"] = machine_noise(backend, cell.framework, cell.device)
         return backend, {"status": "ok", "reason": None, "threads": threads, "memory": memory,
                          "arithmetic": arithmetic, "details": details, **measured}
     except LoaderDied as exc:
@@ -95,3 +98,16 @@ def _measure(task, settings: dict, clock: PhaseClock, backend) -> tuple[object, 
         oom = backend is not None and backend.is_out_of_memory(exc)
         return backend, {"status": "oom" if oom else "error",
                          "reason": f"{type(exc).__name__}: {exc}"}
+
+
+def machine_noise(backend, framework: str, device: str) -> dict | None:
+    """The machine's own noise right after the cell's timed loop (dlbench.measure.noise):
+    the framework's default matrix product, float32, on the cell's threads and device."""
+    library = next((lib for lib in frameworks.get(framework).gemm_libraries
+                    if device in lib.devices), None)
+    if library is None:
+        return None
+    gemm = importlib.import_module(f"dlbench.frameworks.{framework}.gemm")
+    product = gemm.product(backend, library.key, "fp32", noise.SIZE)
+    return {"workload": f"{library.name}, {noise.SIZE}×{noise.SIZE} float32",
+            **noise.probe(product, backend.synchronize)}

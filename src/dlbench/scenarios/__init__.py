@@ -15,6 +15,7 @@ more: a way to try a new scenario without changing dlbench.
 
 import copy
 import itertools
+import statistics
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -263,6 +264,11 @@ class Scenario:
                 if w and w.get("gpu_process_memory_peak_mb") is not None]
         if nvml and final.get("utilization"):
             final["utilization"]["gpu_process_memory_peak_mb"] = max(nvml)
+        noises = [r["machine_noise"] for r in records if r.get("machine_noise")]
+        if noises:  # the machine's own noise beside each process: their median
+            final["machine_noise"] = {
+                **noises[0], "processes": [n["relative_iqr"] for n in noises],
+                "relative_iqr": statistics.median(n["relative_iqr"] for n in noises)}
         final["flags"] = cell_flags(final, windows, between_cv=spread["cv"])
         return final
 

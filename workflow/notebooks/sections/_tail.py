@@ -15,6 +15,7 @@ from dlbench.measure.flags import (
     SPREAD_BETWEEN_PROCESSES_CV,
     UNSTABLE_RELATIVE_IQR,
 )
+from dlbench.measure.noise import LIMIT_MULTIPLE, PROBE_S, SIZE
 from dlbench.records import provenance
 from dlbench.report.display import say, show
 
@@ -29,8 +30,13 @@ say(f"Every cell keeps all its per-iteration times and gives its median with a 9
     "confidence interval (from the order statistics of its samples; with `repeats`, from the "
     "spread of the processes' medians, since samples of different processes are not "
     "independent draws). With `target_ci` the timed loop ran until that interval was within "
-    "the target (*stopped by*). A cell is flagged **unstable** when the spread of its "
-    f"iterations (IQR) is above {UNSTABLE_RELATIVE_IQR:.0%} of its median; **noisy machine** "
+    "the target (*stopped by*). Right after each cell's timed loop, its process times a "
+    f"fixed workload — its framework's own matrix product, {SIZE}×{SIZE}, on the cell's "
+    f"threads — for {PROBE_S:g} s: the spread of that workload is the machine's own noise at "
+    "that moment. A cell is flagged **unstable** when the spread of its iterations (IQR) is "
+    f"above {UNSTABLE_RELATIVE_IQR:.0%} of its median and above {LIMIT_MULTIPLE:g} times the "
+    "machine's own (a spread that every workload shows is the machine's, said once below, "
+    "not the cell's); **noisy machine** "
     f"when the host stole more than {NOISY_STEAL_FRACTION:.0%} of the CPU time during its "
     "timed loop; **busy machine** when other processes kept more than "
     f"{BUSY_OTHER_LOAD_CORES:.2f} of the cores it needed busy (they slow every iteration "
@@ -48,6 +54,10 @@ measured = quality(ok)
 if measured is None:
     say("No cell produced a timing, so there is no measurement quality to show.")
 else:
+    if measured.machine_noise:
+        low, middle, high = measured.machine_noise
+        say(f"The machine's own noise beside the cells: the fixed workload's IQR was "
+            f"{middle:.1%} of its median (the median cell's; {low:.1%} to {high:.1%}).")
     if measured.flagged:
         say(f"**{measured.flagged} of {len(ok)} timed cells are flagged:**")
     else:

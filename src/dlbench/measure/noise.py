@@ -1,0 +1,57 @@
+"""The machine's own noise, measured beside each cell: a fixed workload — the cell's
+framework's own matrix product of a fixed size, on the cell's threads — timed right after
+the cell's timed loop, in the same process.
+
+A cell's spread (the IQR of its iterations) has two parts: what the machine does to any
+work at that moment (a host's neighbours, timer interrupts, frequency changes, a sampler
+waking up, each of which stalls a 2-thread step at its next barrier), and what the cell
+itself does (garbage collection, a loader that sometimes waits, a recompilation). Only the
+second is the cell's: a cell is flagged unstable when its spread is above twice this
+workload's as well as above the fixed limit (dlbench.measure.flags), and the machine's own
+figure is shown once, in the report's measurement section, instead of on every row.
+BERT base at batch 1 (bench/machine_noise.py, 2-core Xeon, 2026-11-29): idle, its IQR was
+1.7-7.6% of its median and the workload's 2.1-4.6%; beside a process waking every 10 ms
+(0.1-0.2 of a core, under the busy flag's limit) 2.8-10.0% and 2.8-11.2%; beside a process
+spinning on a core 34-84% and 25-900% (each cell flagged busy).
+"""
+
+import statistics
+import time
+from collections.abc import Callable
+
+PROBE_S = 0.25  # how long the workload is timed, after one sample of warm-up
+SAMPLE_S = 0.01  # each sample: as many products as take at least this long
+MIN_SAMPLES = 12
+SIZE = 384  # the products' side: a few ms on 2 cores, bound by arithmetic, not memory
+LIMIT_MULTIPLE = 2.0  # a cell's IQR above this many times the workload's is the cell's own
+
+
+def probe(product: Callable[[], object], synchronize: Callable[[], None],
+          seconds: float = PROBE_S) -> dict:
+    """The workload's relative IQR (its samples' IQR over their median) and how it was
+    timed. product: one product; synchronize: waits for the device's queued work."""
+    def batch(count: int) -> float:
+        start = time.perf_counter()
+        for _ in range(count):
+            product()
+        synchronize()
+        return time.perf_counter() - start
+
+    batch(1)  # the library picks its kernel
+    count = 1  # doubled until a sample lasts SAMPLE_S (one product's time is too noisy)
+    while batch(count) < SAMPLE_S and count < 1 << 16:
+        count *= 2
+    samples, begin = [], time.perf_counter()
+    while len(samples) < MIN_SAMPLES or time.perf_counter() - begin < seconds:
+        samples.append(batch(count) * 1e3)
+    low, median, high = statistics.quantiles(samples, n=4, method="inclusive")
+    return {"relative_iqr": (high - low) / median if median > 0 else 0.0,
+            "median_sample_ms": median, "samples": len(samples),
+            "products_per_sample": count}
+
+
+def limit(fixed: float, noise: dict | None) -> float:
+    """The relative IQR above which a cell is unstable: the fixed limit, or twice the
+    machine's own noise measured beside it where that is higher."""
+    measured = (noise or {}).get("relative_iqr")
+    return fixed if measured is None else max(fixed, LIMIT_MULTIPLE * measured)
