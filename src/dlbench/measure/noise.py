@@ -19,7 +19,9 @@ import statistics
 import time
 from collections.abc import Callable
 
-PROBE_S = 0.25  # how long the workload is timed, after one sample of warm-up
+# How long the workload is timed (at most: no longer than the cell's own loop), after its
+# warm-up, and in at least MIN_SAMPLES samples.
+PROBE_S = 0.25
 SAMPLE_S = 0.01  # each sample: as many products as take at least this long
 MIN_SAMPLES = 12
 SIZE = 384  # the products' side: a few ms on 2 cores, bound by arithmetic, not memory

@@ -85,7 +85,10 @@ def _measure(task, settings: dict, clock: PhaseClock, backend) -> tuple[object, 
                   **measured.pop("memory", {})}
         details = {**backend.versions(), **measured.pop("details", {})}
         if measured.get("status", "ok") == "ok":
-            measured["machine_noise"] = machine_noise(backend, cell.framework, cell.device)
+            # As long as the cell's timed loop, at most PROBE_S (a test's loops are short).
+            seconds = min(noise.PROBE_S, settings.get("min_duration_s") or noise.PROBE_S)
+            measured["machine_noise"] = machine_noise(backend, cell.framework, cell.device,
+                                                      seconds)
         return backend, {"status": "ok", "reason": None, "threads": threads, "memory": memory,
                          "arithmetic": arithmetic, "details": details, **measured}
     except LoaderDied as exc:
@@ -100,7 +103,7 @@ def _measure(task, settings: dict, clock: PhaseClock, backend) -> tuple[object, 
                          "reason": f"{type(exc).__name__}: {exc}"}
 
 
-def machine_noise(backend, framework: str, device: str) -> dict | None:
+def machine_noise(backend, framework: str, device: str, seconds: float) -> dict | None:
     """The machine's own noise right after the cell's timed loop (dlbench.measure.noise):
     the framework's default matrix product, float32, on the cell's threads and device."""
     library = next((lib for lib in frameworks.get(framework).gemm_libraries
@@ -110,4 +113,4 @@ def machine_noise(backend, framework: str, device: str) -> dict | None:
     gemm = importlib.import_module(f"dlbench.frameworks.{framework}.gemm")
     product = gemm.product(backend, library.key, "fp32", noise.SIZE)
     return {"workload": f"{library.name}, {noise.SIZE}×{noise.SIZE} float32",
-            **noise.probe(product, backend.synchronize)}
+            **noise.probe(product, backend.synchronize, seconds)}
