@@ -312,8 +312,8 @@ def pytest_runtest_call(item):
 # Their time in a fresh clone's run on 2026-11-27, after that day's cuts (s): 224, 132, 47,
 # 73 | 218, 270, 209, 96, 121, 119, 105, 76, 130 (mostly waiting), 61, 61, 67 | 54, 36, 30,
 # 23, 13, 21, 20, 15, 16, 11, 11, 11, 9, 9, 8; the others (6 s or less) follow by name.
-ORDER = ("test_grouping", "test_bottleneck", "test_measurement", "test_flags_under_load",
-         "test_compare", "test_faults", "test_training", "test_optimizations",
+ORDER = ("test_bottleneck", "test_measurement", "test_flags_under_load", "test_compare",
+         "test_faults", "test_grouping", "test_training", "test_optimizations",
          "test_fairness", "test_train_step_run", "test_generation", "test_pipelines",
          "test_presets", "test_slurm", "test_rounds_workflow", "test_train_step_workflow",
          "test_disk_full", "test_isolation", "test_generation_workflow", "test_cli",
