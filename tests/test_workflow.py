@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 from bs4 import BeautifulSoup
 
+from dlbench.files import paths
 from dlbench.format import fmt_ms, framework_name, na
 from dlbench.plan import config
 from dlbench.plan.matrix import expand_cells
@@ -97,6 +98,16 @@ def test_report_images_decode(workflow_run):
     # TensorFlow graph's speed-up, latency against length, the ratio against the fastest.
     assert len(sizes) >= 3
     assert all(width > 100 and height > 100 for width, height in sizes)
+
+
+def test_the_report_of_a_real_run_prints_no_warning(workflow_run):
+    """The executed notebook of a real summary (hundreds of columns) wrote nothing to
+    stderr: a library's warning printed into the report (pandas' PerformanceWarning of a
+    fragmented frame, five times in the default run's) is noise in front of the reader."""
+    notebook = json.loads((workflow_run / paths.REPORT_NOTEBOOK).read_text())
+    printed = [o.get("text") for c in notebook["cells"] for o in c.get("outputs", [])
+               if o.get("name") == "stderr"]
+    assert not printed, printed
 
 
 def test_report_renders_in_a_browser(workflow_run, chromium):

@@ -165,6 +165,9 @@ def efficiency(frame: pd.DataFrame, peaks: pd.DataFrame) -> pd.DataFrame:
     matched = peaks.rename(columns={"status": "peak_status", "reason": "peak_reason"})
     matched = matched.drop_duplicates(PEAK_KEYS, keep="last").astype({"threads": float})
     cells = cells.reset_index().merge(matched, how="left", on=PEAK_KEYS).set_index("index")
+    # One block per dtype again: the summary's hundreds of columns, each added alone, left
+    # pandas a frame so fragmented that it printed a PerformanceWarning into the report.
+    cells = cells.copy()
     cells.index.name = None
     cells["fraction_of_peak"] = cells["achieved_gflops"] / cells["peak_gflops"]
     own = [row.get(f"gemm_{row['framework']}", np.nan) for _, row in cells.iterrows()]
