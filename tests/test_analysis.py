@@ -305,6 +305,27 @@ def test_unstable_recomputed_against_the_machines_own_noise():
     assert flagged["reasons"].iloc[1].endswith("(limit 10%; a fixed workload's beside it: 3%)")
 
 
+def test_a_generations_graphs_count_after_its_warm_up():
+    """A compiled generation has its prompt's and its decoding step's graphs, and
+    recompiles once in its warm-up by design (3 graphs, 2 recompilations in the default
+    run): not flagged; one recompilation after the warm-up, or a graph break, is."""
+    warm = {"compilation_graphs": 3, "compilation_graph_breaks": 0,
+            "compilation_recompiles": 2, "compilation_recompiles_after_second_call": 0}
+    rows = frame(cell(optimization="compile", median=1.0, relative_iqr=0.01, **warm),
+                 cell(optimization="compile", median=1.0, seqlen=2, relative_iqr=0.01,
+                      **warm | {"compilation_recompiles_after_second_call": 1}),
+                 cell(optimization="compile", median=1.0, seqlen=3, relative_iqr=0.01,
+                      **warm | {"compilation_graph_breaks": 1}),
+                 cell(optimization="compile", median=1.0, seqlen=4, relative_iqr=0.01,
+                      **{k: v for k, v in warm.items() if "second" not in k}))
+    found = flags.recompute(rows)
+    assert found["not_one_graph"].tolist() == [False, True, True, True]
+    assert found["reasons"].iloc[1] == ("not one graph: 0 graph break(s) and 1 "
+                                        "recompilation(s) after the warm-up")
+    assert found["reasons"].iloc[3] == ("not one graph: 3 graph(s), with 0 graph break(s) "
+                                        "and 2 recompilation(s)")
+
+
 def test_every_flag_recomputed_from_the_summary():
     """The flags added after the first two, from the columns that hold their figures."""
     quiet = {"utilization_steal_fraction": 0.0, "utilization_other_load_cores": 0.0,

@@ -59,6 +59,9 @@ def recompute(cells: pd.DataFrame) -> pd.DataFrame:
         if _value(row, "compilation_graphs") is not None:
             compilation = {key: int(_value(row, f"compilation_{key}") or 0)
                            for key in ("graphs", "graph_breaks", "recompiles")}
+            after_warmup = _value(row, "compilation_recompiles_after_second_call")
+            if after_warmup is not None:
+                compilation["recompiles_after_second_call"] = int(after_warmup)
         beside = _value(row, "machine_noise_relative_iqr")
         threads = _value(row, "intra_op_threads")
         result = harness.flags(float(row["relative_iqr"]), [window],

@@ -90,14 +90,31 @@ def flags(relative_iqr: float, windows: list[dict | None], *, threads: int | Non
                        f"±{reached:.1%} after max_duration_s (target ±{target:.1%})"
                        if reached is not None else
                        f"interval not reached: target ±{target:.1%} by max_duration_s")
-    if compilation and (compilation.get("graphs", 1) > 1 or compilation.get("graph_breaks")
-                        or compilation.get("recompiles")):
+    split = not_one_graph(compilation) if compilation else None
+    if split:
         result["not_one_graph"] = True
-        reasons.append(f"not one graph: {compilation.get('graphs')} graph(s), with "
-                       f"{compilation.get('graph_breaks', 0)} graph break(s) and "
-                       f"{compilation.get('recompiles', 0)} recompilation(s)")
+        reasons.append(split)
     result["reasons"] = reasons
     return result
+
+
+def not_one_graph(compilation: dict) -> str | None:
+    """Why a compiled step is not one graph compiled once (None where it is). Where the
+    record counts the recompilations after the warm-up (`recompiles_after_second_call`: a
+    generation, which compiles its prompt's and its decoding step's graphs apart and
+    recompiles once in its warm-up by design), only those and graph breaks count."""
+    breaks = compilation.get("graph_breaks") or 0
+    after_warmup = compilation.get("recompiles_after_second_call")
+    if after_warmup is not None:
+        if not (breaks or after_warmup):
+            return None
+        return (f"not one graph: {breaks} graph break(s) and {after_warmup} "
+                "recompilation(s) after the warm-up")
+    graphs, recompiles = compilation.get("graphs", 1), compilation.get("recompiles") or 0
+    if not (graphs > 1 or breaks or recompiles):
+        return None
+    return (f"not one graph: {graphs} graph(s), with {breaks} graph break(s) and "
+            f"{recompiles} recompilation(s)")
 
 
 def noisy(cell_flags: dict | None) -> bool:

@@ -167,7 +167,10 @@ else:
 # break runs part of the step eagerly between graphs, and a recompilation lands a compile
 # in the timed loop. Both are counted per cell and a cell with either is flagged *not one
 # graph*: for torch.compile by dynamo's counters, for JAX's `jit` by the XLA programs it
-# compiled (a second program is a retrace; XLA has no graph breaks). On the CPU the compile
+# compiled (a second program is a retrace; XLA has no graph breaks). (A compiled generation
+# has a graph for its prompt and one for its decoding step, and recompiles once in its
+# warm-up, by design: there only graph breaks and recompilations after the warm-up count.)
+# On the CPU the compile
 # recipes use Inductor's recommended inference settings (frozen weights: constant folding,
 # prepacked weights, and the CPU GEMM templates that `compile-max-autotune` chooses among);
 # on a GPU, `max-autotune` and `reduce-overhead` replay CUDA graphs, recorded during the
