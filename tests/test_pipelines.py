@@ -106,7 +106,7 @@ print(json.dumps(found))
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("framework", frameworks.REGISTERED)
+@pytest.mark.parametrize("framework", frameworks.measuring("training"))
 def test_every_pipeline_hands_the_model_its_recipes_layout(tiny_data, framework):
     """Every pipeline × every recipe: the batch a pipeline yields is in the framework's
     canonical layout (PyTorch: NCHW, contiguous; TensorFlow: NHWC, or NCHW for
@@ -175,7 +175,7 @@ def decode_waits(data, framework: str, old: bool = False) -> dict[str, list[floa
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("framework", frameworks.REGISTERED)
+@pytest.mark.parametrize("framework", frameworks.measuring("training"))
 def test_w0_decodes_a_batch_only_when_the_step_asks_for_it(tiny_data, framework):
     """Decoding a batch sleeps 10 ms an image (a planted slow decoder); after a 0.5 s step,
     w0's next batch still takes its full decoding time (it was not built during the step),

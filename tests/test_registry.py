@@ -101,9 +101,10 @@ from dlbench.frameworks.conformance import problems
 from dlbench.scenarios.inference_ops import ReferenceOps
 
 package, reference, found = sys.argv[1], sys.argv[2] == "reference", {}
-sys.path[:0] = sys.argv[3:]
+measured = None if sys.argv[3] == "*" else sys.argv[3].split(",")
+sys.path[:0] = sys.argv[4:]
 for name, scenario in scenarios.scenarios().items():
-    if scenario.ops_interface is None:
+    if scenario.ops_interface is None or (measured is not None and name not in measured):
         continue
     if importlib.util.find_spec(f"{package}.{name}") is None:
         found[name] = [f"no module {package}.{name}"]
@@ -121,11 +122,14 @@ print(json.dumps(found))
 """
 
 
-def _check(package: str, reference: bool = False, path: str = "") -> dict[str, Any]:
-    """The problems of a framework package's operations per scenario, found in a child
-    process (which imports the framework, as a cell does)."""
+def _check(package: str, reference: bool = False, path: str = "",
+           measures: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """The problems of a framework package's operations per scenario it measures (None:
+    every one), found in a child process (which imports the framework, as a cell does)."""
     run = subprocess.run([sys.executable, "-c", _CHECK, package,
-                          "reference" if reference else "", *([path] if path else [])],
+                          "reference" if reference else "",
+                          "*" if measures is None else ",".join(measures),
+                          *([path] if path else [])],
                          capture_output=True, text=True, env=tool_env(), cwd=REPO, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
     return json.loads(run.stdout.strip().splitlines()[-1])
@@ -139,7 +143,8 @@ def conformance():
     def of(framework: str) -> dict:
         if framework not in checked:
             checked[framework] = _check(f"dlbench.frameworks.{framework}",
-                                        reference=framework == frameworks.REFERENCE_FRAMEWORK)
+                                        reference=framework == frameworks.REFERENCE_FRAMEWORK,
+                                        measures=frameworks.get(framework).scenarios)
         found = checked[framework]
         if "not installed" in found:
             pytest.skip(f"{framework}: {found['not installed']} is not installed here")
@@ -152,7 +157,10 @@ def conformance():
 @pytest.mark.parametrize("framework", frameworks.REGISTERED)
 def test_a_frameworks_operations_implement_the_scenarios_interface(conformance, framework,
                                                                    scenario):
-    assert conformance(framework)[scenario] == []
+    if not frameworks.get(framework).measures(scenario):  # declared: none needed
+        assert scenario not in conformance(framework)
+    else:
+        assert conformance(framework)[scenario] == []
 
 
 def test_the_reference_framework_also_writes_the_shared_weights(conformance):
@@ -173,6 +181,29 @@ def test_a_planted_framework_fails_the_generated_check(tmp_path: Path):
     assert "optimizer(): missing" in found["training"]
     assert not any(p.startswith("build()") for p in found["training"])
     assert found["inference"] == ["no module planted.inference"]
+
+
+def test_an_inference_only_framework_needs_only_its_inference_operations(tmp_path: Path):
+    """A planted framework folder with an inference module and nothing else: checked as
+    one that measures inference only, it lacks nothing for the other scenarios; checked
+    as one that measures all, it lacks their modules."""
+    folder = tmp_path / "runtime"
+    folder.mkdir()
+    (folder / "__init__.py").write_text("")
+    body = "".join(f"    def {name}{signature}: ...\n" for name, signature in (
+        ("build", "(self, spec, seed, optimization, weights=None, attention='sdpa')"),
+        ("inputs", "(self, token_ids)"), ("same_attention_work", "(self, model, inputs)"),
+        ("to_numpy", "(self, output)"), ("attention", "(self, model)"),
+        ("compilation", "(self)"), ("precision_ops", "(self, model, inputs, optimization)"),
+        ("release", "(self)"), ("versions", "(self)")))
+    (folder / "inference.py").write_text(
+        f"class Ops:\n    recipes = {{}}\n{body}def make_ops(backend) -> Ops:\n"
+        "    return Ops()\n")
+    assert _check("runtime", path=str(tmp_path), measures=("inference",)) == {
+        "inference": []}
+    everything = _check("runtime", path=str(tmp_path))
+    assert everything["inference"] == []
+    assert everything["training"] == ["no module runtime.training"]
 
 
 # -- the check itself, on planted classes: it must be able to fail

@@ -15,7 +15,7 @@ from tests.conftest import tool_env
 # Real `dlbench run` processes in every framework: end-to-end, left out of the quick subset.
 pytestmark = pytest.mark.slow
 
-FRAMEWORKS = frameworks.REGISTERED
+FRAMEWORKS = frameworks.measuring("train_step")
 # Each framework's step eager where it has one, else as its users run it (JAX: jax.jit).
 RECIPE = {f: "eager" if f in recipes.optimization("train_step", "eager").frameworks
           else frameworks.get(f).default_step for f in FRAMEWORKS}

@@ -19,3 +19,11 @@ def other_framework_reason(optimization: str, framework: str, frameworks, what: 
     others = ", ".join(FRAMEWORK_LABELS[f] for f in sorted(frameworks))
     return (f"optimization '{optimization}' {OTHER_FRAMEWORK} "
             f"{FRAMEWORK_LABELS[framework]}{what} (only in {others})")
+
+
+def other_scenario_reason(scenario: str, framework: str, measured) -> str:
+    """Why `framework`, which measures only the scenarios `measured`, has no `scenario`
+    cells: not applicable by design, by the same phrase as another framework's
+    optimization."""
+    return (f"scenario '{scenario}' {OTHER_FRAMEWORK} {FRAMEWORK_LABELS[framework]} (it "
+            f"measures {', '.join(measured)} only)")

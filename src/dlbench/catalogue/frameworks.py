@@ -40,6 +40,10 @@ class Framework:
     # The libraries whose matrix products are measured for the machine's peak, its
     # default (what its eager layers reach) first.
     gemm_libraries: tuple[GemmLibrary, ...]
+    # The scenarios it measures (None: every one). Its cells of another scenario are not
+    # applicable by design, as another framework's optimization is, and its folder needs
+    # no operations module for them (an inference-only runtime).
+    scenarios: tuple[str, ...] | None = None
     # Why a family's class cannot run in a reduced precision, where it cannot.
     no_mixed_precision: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     # Why a family's class cannot compute in float16, where it cannot (bf16 may still run).
@@ -73,6 +77,10 @@ class Framework:
     gpu_memory: str = ""
     mixed_precision: str = ""
 
+    def measures(self, scenario: str) -> bool:
+        """Whether it measures `scenario` (see `scenarios`)."""
+        return self.scenarios is None or scenario in self.scenarios
+
     def model_class(self, family: str) -> str | None:
         """The transformers class that builds `family` here (None: there is none)."""
         return self.model_classes.get(family)
@@ -104,6 +112,11 @@ def get(name: str) -> Framework:
 def declarations() -> tuple[Framework, ...]:
     """Every registered framework's declaration, in REGISTERED's order."""
     return tuple(get(name) for name in REGISTERED)
+
+
+def measuring(scenario: str) -> tuple[str, ...]:
+    """The registered frameworks that measure `scenario`, in REGISTERED's order."""
+    return tuple(name for name in REGISTERED if get(name).measures(scenario))
 
 
 def labels() -> dict[str, str]:

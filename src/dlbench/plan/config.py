@@ -73,8 +73,8 @@ def validate(config: dict, source: str = "config") -> dict:
                 if missing else "the config has no scenario section")
         raise ConfigError(f"invalid {source}:\n  - {what}; add a section named after the "
                           f"scenario ({known}) with its models, optimizations and sizes")
-    problems = [f"{name}: {p}" for name in config["scenarios"]
-                for p in scenarios.optimization_problems(config[name], config["frameworks"])]
+    problems = [f"{name}: {p}" for name in config["scenarios"] for p in
+                scenarios.optimization_problems(config[name], config["frameworks"], name)]
     problems += [p for name in config["scenarios"] for p in scenarios.get(name).validate(config)]
     problems += _duration_problems(config["measurement"])
     if problems:

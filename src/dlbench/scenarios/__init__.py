@@ -19,6 +19,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from dlbench.catalogue import frameworks as catalogue
 from dlbench.catalogue import recipes
 from dlbench.catalogue.axes import FRAMEWORKS
 from dlbench.measure.flags import cell_flags
@@ -301,13 +302,15 @@ def optimizations_for(section: dict, framework: str) -> list[str]:
     return list(named.get(framework, [])) if isinstance(named, dict) else list(named)
 
 
-def optimization_problems(section: dict, frameworks: list[str]) -> list[str]:
-    """Optimizations named per framework: every framework of the matrix needs its list, and
-    every list a framework of the matrix."""
+def optimization_problems(section: dict, frameworks: list[str],
+                          scenario: str | None = None) -> list[str]:
+    """Optimizations named per framework: every framework of the matrix that measures the
+    scenario needs its list, and every list a framework of the matrix."""
     named = section["optimizations"]
     if not isinstance(named, dict):
         return []
-    missing = [f for f in frameworks if f not in named]
+    missing = [f for f in frameworks if f not in named
+               and (scenario is None or catalogue.get(f).measures(scenario))]
     extra = [f for f in named if f not in frameworks]
     return ([f"optimizations: no list for {', '.join(missing)} (name its optimizations, or "
              "give one list for every framework)"] if missing else []) + (

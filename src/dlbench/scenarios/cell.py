@@ -5,6 +5,8 @@ finds its scenario through the registry, without importing the scenarios."""
 from dataclasses import dataclass
 from typing import Any
 
+from dlbench.catalogue import frameworks
+from dlbench.catalogue.axes import other_scenario_reason
 from dlbench.files import paths
 from dlbench.scenarios.registry import get
 
@@ -82,7 +84,11 @@ class Cell:
                    params["optimization"], tuple((name, params[name]) for name in axes))
 
     def unsupported_reason(self) -> str | None:
-        """Why this cell cannot apply, known without running it (None if it can)."""
+        """Why this cell cannot apply, known without running it (None if it can): first,
+        a framework that does not measure the scenario at all."""
+        declared = frameworks.get(self.framework)
+        if not declared.measures(self.scenario):
+            return other_scenario_reason(self.scenario, self.framework, declared.scenarios)
         return self.spec.unsupported_reason(self)
 
     def protocol(self) -> int:
