@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dlbench.analysis import headline, rounds
+from dlbench.analysis import headline, ratio, rounds
 from tests.test_analysis import cell, frame
 
 
@@ -76,6 +76,33 @@ def test_a_real_difference_is_found_and_no_difference_is_a_tie():
     same = _rounds_frame({("pytorch", "eager"): 40.0, ("tensorflow", "graph"): 40.0,
                           ("jax", "jit"): 60.0}, drift, 0.01, rng)
     assert headline.winners(same)["inference"].iloc[0]["by how much"].startswith("tie: ")
+
+
+def test_the_ratio_table_gives_the_answers_figure_for_the_same_two_cells():
+    """One comparison, one figure on the page: each framework's ratio against the fastest
+    (the inference section's table) is the answer's paired ratio, not the ratio of the
+    pooled medians with their two-round intervals (in the default run: 1.41, a tie from
+    0.80 to 2.64, where the answer said 1.44, 1.31-1.58)."""
+    rng = np.random.default_rng(3)
+    drift = [0.2, -0.1]
+    summary = _rounds_frame({("pytorch", "eager"): 40.0, ("tensorflow", "graph"): 48.0,
+                             ("jax", "jit"): 56.0}, drift, 0.01, rng)
+    # Each cell's interval as two rounds give it alone (Student's t with 1 degree of
+    # freedom): far wider than the pooled one.
+    summary = summary.assign(median_ci95_ms_low=summary["median_ms"] * 0.5,
+                             median_ci95_ms_high=summary["median_ms"] * 2.0)
+    table = ratio.against_fastest(summary).set_index("framework")
+    rows, spread = summary.set_index("framework"), rounds.spread(summary)
+    for framework in ("tensorflow", "jax"):
+        paired = rounds.paired(rows.loc[framework], rows.loc["pytorch"], spread)
+        figures = table.loc[framework, ["ratio", "ratio_low", "ratio_high", "rounds"]]
+        assert tuple(figures) == pytest.approx(paired)
+        assert table.loc[framework, "verdict"] == "slower"
+        assert "2 rounds" in table.loc[framework, "text"]
+    assert table.loc["pytorch", "verdict"] == "fastest"
+    alone = summary.drop(columns="rounds_median_ms")
+    assert ratio.against_fastest(alone).set_index("framework").loc["tensorflow",
+                                                                   "verdict"] == "tie"
 
 
 def test_without_rounds_the_answer_keeps_the_medians_intervals():

@@ -1,7 +1,11 @@
 """Every framework against the fastest, like with like: per precision, model, device, batch
 size and sequence length, each framework's fastest right answer (its best recipe), and its
-median over the fastest framework's median with the ratio's 95% interval (from the two
-medians' intervals: dlbench.analysis.uncertainty); a tie where that interval contains 1.
+median over the fastest framework's median with the ratio's 95% interval; a tie where that
+interval contains 1. Where both cells were measured in the same rounds, the ratio and its
+interval are the answer's (dlbench.analysis.headline): paired round by round, with the
+spread between processes pooled over the scenario's cells (dlbench.analysis.rounds), so
+that the page gives one figure for one comparison; else from the two medians' intervals
+(dlbench.analysis.uncertainty).
 
 Comparing at equal precision keeps one framework's bf16 cell from being set against
 another's fp32 one. Each framework's best is taken over the recipes it measured (one with
@@ -15,6 +19,7 @@ interval and its tie are those of slower/faster, the reciprocal of faster/slower
 
 import pandas as pd
 
+from dlbench.analysis import rounds
 from dlbench.analysis.attention import same_attention
 from dlbench.analysis.uncertainty import TIE, ratio_interval, verdict
 from dlbench.format import framework_name, framework_rank
@@ -43,10 +48,14 @@ def against_fastest(timed: pd.DataFrame, recipes: list[str] | None = None) -> pd
     cell (among `recipes`' cells only, if given): the framework's median and interval, its
     winning optimization and number of candidates, the attention implementation; `fastest`
     (the framework with the smallest median of the cell); `ratio` (this median / the
-    fastest's: 1 for the fastest, above 1 slower) with `ratio_low`/`ratio_high`; `verdict`
+    fastest's: 1 for the fastest, above 1 slower) with `ratio_low`/`ratio_high` and the
+    `rounds` they were paired over (0: from the medians' intervals); `verdict`
     (fastest; for the others tie, slower, or None without intervals); a row label 'model,
     batch n (device)', the framework's `name` and the cell text. Rows in KEYS, precision
     and framework order; empty when no cell has two frameworks."""
+    # The spread between processes of the scenario's cells, as the answer pools it (over
+    # every recipe, the profiled cells left out).
+    pooled = rounds.spread(timed[~timed["profiled"]] if "profiled" in timed else timed)
     if recipes is not None:
         recipe = timed.get("optimization_recipe", timed["optimization"]).fillna(
             timed["optimization"])
@@ -62,14 +71,21 @@ def against_fastest(timed: pd.DataFrame, recipes: list[str] | None = None) -> pd
     columns = [*index, "framework", *_TIMING, "optimization", "candidates"]
     if "attention_implementation" in best:
         columns.append("attention_implementation")
-    result = best[columns].reset_index(drop=True)
-    fastest = result.loc[result.groupby(index)["median_ms"].idxmin(), index + ["framework",
-                                                                            *_TIMING]]
+    cells = best.reset_index(drop=True)  # every column, for the rounds
+    result = cells[columns].copy()
+    first = result.groupby(index)["median_ms"].idxmin()
+    fastest = result.loc[first, index + ["framework", *_TIMING]].assign(_row=first.to_numpy())
     fastest = result[index].merge(fastest, on=index, how="left", suffixes=("", "_fastest"))
     result["fastest"] = fastest["framework"].to_numpy()
     result["ratio"], result["ratio_low"], result["ratio_high"] = ratio_interval(
         result["median_ms"], result["median_ci95_ms_low"], result["median_ci95_ms_high"],
         fastest["median_ms"], fastest["median_ci95_ms_low"], fastest["median_ci95_ms_high"])
+    result["rounds"] = 0  # the rounds a paired ratio rests on (0: from the intervals)
+    for row, against in enumerate(fastest["_row"]):
+        by_round = rounds.paired(cells.loc[row], cells.loc[against], pooled)
+        if by_round is not None and row != against:
+            result.loc[row, ["ratio", "ratio_low", "ratio_high", "rounds"]] = by_round
+    result["rounds"] = result["rounds"].astype(int)
     is_fastest = result["framework"].eq(result["fastest"])
     result.loc[is_fastest, ["ratio", "ratio_low", "ratio_high"]] = 1.0
     result["verdict"] = pd.Series(  # object: None (no interval) stays None
@@ -91,7 +107,9 @@ def _text(row) -> str:
     'tie: ' first where the interval holds 1."""
     if row.verdict == FASTEST:
         return f"{FASTEST}: {row.optimization}"
-    interval = "" if pd.isna(row.ratio_low) else f" ({row.ratio_low:.2f}–{row.ratio_high:.2f})"
+    paired = f", {row.rounds} rounds" if row.rounds else ""
+    interval = "" if pd.isna(row.ratio_low) else (
+        f" ({row.ratio_low:.2f}–{row.ratio_high:.2f}{paired})")
     tie = "tie: " if row.verdict == TIE else ""
     return f"{tie}{row.ratio:.2f}{interval} {row.optimization}"
 
