@@ -64,10 +64,14 @@ display(HTML(f'<nav id="{CONTENTS_ID}"></nav>'))
 #
 # For each scenario, model and input size, the fastest framework and optimization among the
 # cells whose output was right (a wrong answer never wins), its precision and time, and
-# **by how much** it beats the runner-up: the runner-up's median over the fastest's, with the
-# 95% interval from the two medians' intervals (training: the wall time per step, from the
-# images per second, with the t-interval of the mean step, widened by the seeds' spread). A
-# **tie** is an interval that contains 1: the difference is inside the measured noise.
+# **by how much** it beats the runner-up: the runner-up's time over the fastest's (training:
+# the wall time per step) with its 95% interval. Where the cells were measured in rounds
+# (the default: each round in fresh processes, the frameworks taking turns), the ratio is
+# paired round by round — a machine that slowed for a minute slowed both sides alike — and
+# its interval comes from the spread between processes pooled over the scenario's cells;
+# each row says how many rounds it rests on. Without rounds, the interval comes from the
+# two medians' intervals. A **tie** is an interval that contains 1: the difference is inside
+# the measured noise.
 # Precisions differ between rows only where the fastest cell ran in a reduced precision: the
 # precision column says so. Each framework's **best** is its own fastest right answer
 # (optimization, precision, time) and how much slower it is than the fastest, so that every

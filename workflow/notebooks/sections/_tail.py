@@ -43,9 +43,12 @@ say(f"Every cell keeps all its per-iteration times and gives its median with a 9
     f"{BUSY_OTHER_LOAD_CORES:.2f} of the cores it needed busy (they slow every iteration "
     "alike, so the IQR stays low while the median rises); **spread between processes** when, "
     f"with `repeats`, the processes' medians vary by more than {SPREAD_BETWEEN_PROCESSES_CV:.0%}"
+    " (with `rounds`, when its rounds vary by more than that beyond the drift that moved "
+    "every cell of a round alike, and more than the run's other cells do: an F-test at 1%)"
     "; **interval not reached** when its interval never got within `target_ci` before "
     "`max_duration_s`; and **not one graph** when torch.compile split it or compiled it "
-    "again. `measurement.retry_noisy` measures the noise-flagged cells again and keeps the "
+    "again (a compiled generation: after its warm-up). `measurement.retry_noisy` measures "
+    "the noise-flagged cells again and keeps the "
     "cleanest attempt; *attempts* counts these and the cell's earlier jobs that failed (a "
     "crash, a job stopped by the scheduler). The supervising process sampled the cell's CPU "
     "use and the machine's load at ~100 Hz while it ran.")
