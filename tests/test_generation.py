@@ -3,6 +3,7 @@ token-for-token check, and tiny-gpt2 cells through `dlbench run` with the shared
 and the reference's ids (a planted wrong answer fails the check; the generation workflow's
 cells get the same checks, tests/test_generation_workflow.py)."""
 
+import statistics
 import subprocess
 import sys
 
@@ -97,6 +98,36 @@ def test_tokens_per_second_has_no_upper_bound_where_the_latency_interval_reaches
 
     assert _tokens_interval(64, {"median_ci95_ms": [100.0, 200.0]}) == [320.0, 640.0]
     assert _tokens_interval(64, {"median_ci95_ms": [0.0, 200.0]}) == [320.0, None]
+
+
+def test_rounds_pool_the_first_token_and_the_time_per_token_of_every_process():
+    """Two processes of one cell (rounds, or repeats): the time to the first token and per
+    token come from both processes' samples, as the whole generation's median does — not
+    from the first process alone (the default run's JAX generation: 15.67 ms a token from
+    its first round, 14.53 in its second, beside a whole-generation median of both)."""
+    from dlbench import scenarios
+    from dlbench.measure.stats import summarize
+    from tests.test_measurement import repeat_record
+
+    params = {"scenario": "generation", "framework": "jax", "model": "tiny-gpt2",
+              "device": "cpu", "batch": 1, "seqlen": 8, "new_tokens": 4, "optimization": "jit"}
+    records = []
+    for whole, first in ((100.0, 10.0), (90.0, 9.0)):
+        record = repeat_record([whole, whole + 1, whole + 2])
+        per_token = [(x - first) / 3 for x in record["timing"]["samples_ms"]]
+        record |= {"params": params, "generation": {
+            "first_token": {**summarize([first] * 3), "samples_ms": [first] * 3},
+            "per_token": {**summarize(per_token), "samples_ms": per_token},
+            "first_token_ms": first, "per_token_ms": statistics.median(per_token)}}
+        records.append(record)
+    combined = scenarios.get("generation").combine(records)["generation"]
+    assert combined["first_token"]["samples_ms"] == [10.0] * 3 + [9.0] * 3
+    assert combined["first_token_ms"] == pytest.approx(9.5)
+    pooled = records[0]["generation"]["per_token"]["samples_ms"] + records[1][
+        "generation"]["per_token"]["samples_ms"]
+    assert combined["per_token_ms"] == pytest.approx(statistics.median(pooled))
+    assert combined["per_token_ms"] != records[0]["generation"]["per_token_ms"]
+    assert records[0]["generation"]["first_token_ms"] == 10.0  # the repeats left alone
 
 
 def test_the_token_check_finds_the_first_divergence():

@@ -309,12 +309,23 @@ class Generation(Scenario):
         }
 
     def combine(self, records: list[dict]) -> dict:
+        from dlbench.measure.stats import summarize
+
         final = super().combine(records)
         if len(records) > 1 and final["status"] == "ok":
             cell = _cell(final["params"])
             final["throughput"] = throughput(cell, final["timing"]["median_ms"])
-            final["generation"]["tokens_per_s_ci95"] = _tokens_interval(
+            section = final["generation"]
+            section["tokens_per_s_ci95"] = _tokens_interval(
                 cell.size("batch") * cell.size("new_tokens"), final["timing"])
+            # The first token and the time per token of every process, pooled as the whole
+            # generation's samples are (not the first process's alone).
+            for key in ("first_token", "per_token"):
+                samples = [x for r in records for x in r["generation"][key]["samples_ms"]]
+                section[key] = {**section[key], **summarize(samples), "samples_ms": samples}
+            section["first_token_ms"] = section["first_token"]["median_ms"]
+            if section.get("per_token_ms") is not None and section["per_token"]["median_ms"] > 0:
+                section["per_token_ms"] = section["per_token"]["median_ms"]
         return final
 
     # -- the work of a generation (the report's efficiency section) ---------------------------
