@@ -459,6 +459,23 @@ def test_combining_repeats_makes_a_new_record_and_leaves_the_repeats_as_they_wer
         passed_on["timing"]["median_ms"] = -1.0  # the record's own, not the repeat's
     assert records == before
 
+def test_combined_memory_figures_come_from_one_process():
+    """Two processes of a cell, one where it loaded its group's model (a high load peak),
+    one where it found it loaded: the cell keeps the figures of the process with the
+    higher peak, all of them, so that the steady peak never falls below the model's
+    residency by mixing processes (each figure's largest did, in the default run)."""
+    from dlbench import scenarios
+
+    records = [repeat_record([10.0, 10.1, 10.2]) for _ in range(2)]
+    records[0]["memory"] = {"peak_host_rss_mb": 1400.0, "load_peak_mb": 1400.0,
+                            "resident_after_model_mb": 1200.0, "steady_peak_mb": 1300.0}
+    records[1]["memory"] = {"peak_host_rss_mb": 1350.0, "load_peak_mb": 900.0,
+                            "resident_after_model_mb": 1305.0, "steady_peak_mb": 1350.0}
+    memory = scenarios.Scenario().combine(records)["memory"]
+    assert memory == records[0]["memory"] and memory is not records[0]["memory"]
+    assert memory["steady_peak_mb"] >= memory["resident_after_model_mb"]
+
+
 # --- memory by phase --------------------------------------------------------------------
 
 
