@@ -206,6 +206,18 @@ def test_each_framework_best_beside_the_winner():
     assert headline.UNEQUAL not in answer  # jax has no right answer: not compared
 
 
+def test_a_trained_cell_whose_accuracy_match_is_undecided_says_so():
+    """The accuracy match was run and reached no verdict (2 seeds, in the default run):
+    'accuracy undecided', not 'not checked', which the page contradicted; ✓ for a match."""
+    from types import SimpleNamespace
+
+    undecided = SimpleNamespace(checked=False, accuracy_verdict="undecided")
+    assert headline._correct(undecided) == "accuracy undecided"
+    assert headline._correct(SimpleNamespace(checked=True, accuracy_verdict="match")) == "✓"
+    assert headline._correct(SimpleNamespace(checked=False, accuracy_verdict=None)) == \
+        "not checked"
+
+
 def test_one_answer_per_scenario_without_empty_columns(cells):
     """Inference and training cells in one summary: a table each, with only that
     scenario's sizes, as integers; nothing prints 'nan'."""

@@ -63,11 +63,15 @@ def _slower_by(slower, best, spread: rounds.Spread | None = None) -> str:
 
 
 def _correct(row) -> str:
-    """✓ (checked, right), 'compared, not judged' (an output compared with the reference
-    that its precision does not require to equal it, e.g. bf16's greedy tokens) or 'not
-    checked'."""
+    """✓ (checked, right), 'accuracy undecided' (a trained cell whose accuracy match
+    reached no verdict: too few seeds or test images), 'compared, not judged' (an output
+    compared with the reference that its precision does not require to equal it, e.g.
+    bf16's greedy tokens) or 'not checked'."""
     if row.checked:
         return "✓"
+    accuracy = getattr(row, "accuracy_verdict", None)
+    if isinstance(accuracy, str):  # trained: the accuracy match reached no verdict
+        return f"accuracy {accuracy}"
     compared = getattr(row, "correctness_reference", None)
     return "compared, not judged" if isinstance(compared, str) else "not checked"
 

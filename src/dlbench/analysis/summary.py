@@ -77,12 +77,16 @@ def derive(summary: pd.DataFrame) -> pd.DataFrame:
     # Training cells are checked by the accuracy match: a mismatch is a wrong answer, as an
     # output outside its tolerance is in inference (dlbench.analysis.training).
     training = frame["scenario"].eq("training")
+    frame["accuracy_verdict"] = None  # the accuracy match's word, for every trained cell
     if training.any():
-        from dlbench.analysis.training import within_tolerance
+        from dlbench.analysis.training import verdicts
 
+        found = verdicts(frame[training])
+        frame.loc[training, "accuracy_verdict"] = found
         frame["correctness_within_tolerance"] = frame["correctness_within_tolerance"].astype(
             object)
-        frame.loc[training, "correctness_within_tolerance"] = within_tolerance(frame[training])
+        frame.loc[training, "correctness_within_tolerance"] = found.map(
+            {"match": True, "mismatch": False}).astype(object)
     frame["checked"] = frame["correctness_within_tolerance"].notna()
     frame["wrong_answer"] = [v is not None and not pd.isna(v) and not bool(v)
                              for v in frame["correctness_within_tolerance"]]
@@ -177,7 +181,7 @@ _OUTCOME = {"cell_id", "scenario", "status", "reason", "started_at", "finished_a
             "relative_iqr", "timed", "checked", "wrong_answer", "eager_ms", "eager_cell",
             "speedup", "headline_ms", "headline_ci95_ms_low", "headline_ci95_ms_high",
             "headline_wall", "precision", "protocol", "attempts", "stopped_by", "target_ci",
-            "profiled",
+            "profiled", "accuracy_verdict",
             origin.FOREIGN, origin.LEFT_OUT}
 _PREFIXES = ("env_", "utilization_", "flags_", "optimization_", "correctness_", "process_",
              "device_time_", "between_processes_", "median_ci95_", "arithmetic_",

@@ -204,13 +204,6 @@ def verdicts(frame: pd.DataFrame) -> pd.Series:
     return result.where(result.notna(), None)
 
 
-def within_tolerance(frame: pd.DataFrame) -> pd.Series:
-    """`correctness_within_tolerance` of training cells, as inference's output check sets
-    it: true for a match, false for a mismatch, None where no verdict was reached (undecided,
-    not established)."""
-    return verdicts(frame).map({MATCH: True, MISMATCH: False}).astype(object)
-
-
 def _time_to_target(row) -> str:
     """'12.3 s' or 'not reached'; with seeds, the median over seeds (a seed that never
     reached it counts as infinitely slow) and each seed's in brackets."""
