@@ -228,6 +228,13 @@ def test_a_library_above_the_theoretical_peak_is_said_with_its_units(tmp_path):
     assert "above it" not in below and below.endswith("Assumptions: 2 FMA units.")
 
 
+def test_a_setting_is_named_and_a_whole_number_has_no_decimals():
+    """A generation's new tokens, stored as a float beside other scenarios' cells, read
+    'new_tokens 32', not a bare '32.0'."""
+    assert efficiency._setting("new_tokens", 32.0) == "new_tokens 32"
+    assert efficiency._setting("dataset", "digits") == "dataset digits"
+
+
 def test_table_shows_rates_peaks_and_reasons(cells):
     table = efficiency.table(cells, several_devices=False).set_index(
         ["scenario", "framework", "optimization"])
@@ -239,7 +246,8 @@ def test_table_shows_rates_peaks_and_reasons(cells):
     assert table.loc[("inference", "TensorFlow", "eager"), "peak GFLOP/s"] == \
         "N/A (not measured)"
     assert table.loc[("training", "PyTorch", "eager"), "length"] == ""
-    assert table.loc[("training", "PyTorch", "eager"), "settings"] == "synthetic, w0, sgd"
+    assert table.loc[("training", "PyTorch", "eager"), "settings"] == (
+        "dataset synthetic, pipeline w0, optimizer sgd")
     assert table.loc[("inference", "PyTorch", "eager"), "settings"] == ""
     assert "device" not in table
 

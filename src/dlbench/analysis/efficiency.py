@@ -266,7 +266,7 @@ def table(cells: pd.DataFrame, several_devices: bool) -> pd.DataFrame:
                "length": "" if pd.isna(row.get("seqlen", np.nan)) else int(row["seqlen"]),
                "framework": framework_name(row["framework"]),
                "optimization": row["optimization"], "precision": row["precision"]}
-        out["settings"] = ", ".join(str(row[a]) for a in axes(row["scenario"])
+        out["settings"] = ", ".join(_setting(a, row[a]) for a in axes(row["scenario"])
                                     if a not in ("batch", "seqlen") and pd.notna(row.get(a)))
         if several_devices:
             out["device"] = row["device"]
@@ -294,6 +294,14 @@ def fmt_share(value: float) -> str:
     if pd.isna(value) or value >= 0.01:
         return fmt_percent(value)
     return f"{value * 100:.2g}%"
+
+
+def _setting(axis: str, value) -> str:
+    """'new_tokens 32', 'dataset digits': named, a whole number without '.0' (a size axis
+    that another scenario lacks is stored as a float)."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return f"{axis} {value}"
 
 
 def _peak_text(row) -> str:

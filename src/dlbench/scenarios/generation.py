@@ -345,7 +345,8 @@ class Generation(Scenario):
         steps = counted["steps"]
         return [("prefill (first token)", counted["prefill"], "generation_first_token_ms"),
                 (f"decoding step (mean of {len(steps)}; "
-                 f"{steps[0] / 1e9:.3g} → {steps[-1] / 1e9:.3g} GFLOP as the cache grows)",
+                 f"{steps[0] / 1e6:,.1f} → {steps[-1] / 1e6:,.1f} MFLOP as the cache "
+                 "grows)",
                  sum(steps) / len(steps), "generation_per_token_ms")]
 
     # -- its part of the result schema -------------------------------------------------------
