@@ -88,6 +88,23 @@ def test_a_compiled_cell_is_not_told_to_compile(optimization, compiler_advised):
     assert "a larger batch" in verdicts.loc["c", "try next"]
 
 
+@pytest.mark.parametrize(("cores_used", "worker_advised"), [(1.92, False), (1.2, True)])
+def test_no_loader_worker_is_advised_where_no_core_is_left(cores_used, worker_advised):
+    """Partly input-bound on 2 cores: where the cell's processes kept 1.92 cores busy (the
+    default run's PyTorch cell) a loader worker more would take cores from the step, and
+    the advice says so; with a core to spare, a worker is what to try."""
+    cells = pd.DataFrame([{**row(0.10, 0.99), "cell_id": "c", "framework": "pytorch",
+                           "model": "cnn", "batch": 64, "optimizer": "sgd", "device": "cpu",
+                           "samples_per_s": 100.0, "profiled": False, "pipeline": "w0",
+                           "optimization": "eager", "ablation_samples_per_s": 101.0,
+                           "utilization_process_cpu_cores_mean": cores_used,
+                           "utilization_logical_cpus": 2}])
+    verdicts = bottleneck.table(cells).set_index("cell")
+    assert verdicts.loc["c", "verdict"] == bottleneck.PARTLY
+    assert ("one more loader worker" in verdicts.loc["c", "try next"]) is worker_advised
+    assert ("keep every core busy" in verdicts.loc["c", "try next"]) is not worker_advised
+
+
 def test_what_to_try_next_quotes_a_measured_alternative():
     cells = pd.DataFrame([{**row(0.4, 0.5), "cell_id": f"c{p}", "framework": "pytorch",
                            "model": "cnn", "batch": 64, "optimizer": "sgd", "device": "cpu",

@@ -61,11 +61,36 @@ NEXT_COMPILED = {
 }
 
 
-def advice(name: str, optimization: str) -> str:
-    """What to try next for a verdict, given the cell's optimization."""
+# Where the cell's processes already kept every core busy (within this much of a core), a
+# loader worker more would take its cores from the step: the advice for waiting says so.
+NO_SPARE_CORE = 0.5
+NEXT_NO_SPARE_CORE = {
+    INPUT: "decoded images cached (-cache) or the decoded set in memory: the cell's "
+           "processes already keep every core busy, so more loader workers would take "
+           "cores from the step",
+    PARTLY: "decoded images cached (-cache) or the decoded set in memory: the cell's "
+            "processes already keep every core busy, so a loader worker more would take "
+            "cores from the step",
+}
+
+
+def advice(name: str, optimization: str, row=None) -> str:
+    """What to try next for a verdict, given the cell's optimization and, where the row
+    says how many cores its processes kept busy, whether a core is left for a loader."""
     if name in NEXT_COMPILED and recipe_kind(optimization) == COMPILED:
         return NEXT_COMPILED[name]
+    if name in NEXT_NO_SPARE_CORE and row is not None and not spare_core(row):
+        return NEXT_NO_SPARE_CORE[name]
     return NEXT[name]
+
+
+def spare_core(row) -> bool:
+    """Whether the cell's processes (the step and its loaders) left a core of the machine
+    unused (True where the figures are missing: no evidence of the contrary)."""
+    used = _number(row, "utilization_process_cpu_cores_mean")
+    cores = _number(row, "utilization_logical_cpus")
+    cores = _number(row, "env_logical_cpus") if np.isnan(cores) else cores
+    return np.isnan(used) or np.isnan(cores) or used < cores - NO_SPARE_CORE
 
 
 def recipe_kind(optimization: str) -> str | None:
@@ -249,7 +274,7 @@ def table(trained: pd.DataFrame) -> pd.DataFrame:
                 " ⚠ no ceiling: the pipeline beat its ablation"
                 if row.get("ablation_not_a_ceiling") is True else ""),
             "evidence": evidence(row),
-            "try next": advice(name, row["optimization"]) + _alternatives(row, trained),
+            "try next": advice(name, row["optimization"], row) + _alternatives(row, trained),
             "flame graph": row.get("profile_svg") if row.get("profile_status") == "ok" else (
                 row.get("profile_reason") or ""),
         })
