@@ -124,6 +124,31 @@ def paired(slower, faster, pooled: Spread | None) -> tuple[float, float, float, 
     return math.exp(mean), math.exp(mean - half), math.exp(mean + half), n
 
 
+def level_interval(row, pooled: Spread) -> tuple[float, float] | None:
+    """The 95% interval of a cell's median (`median_ms`) over fresh processes, from its
+    rounds: a process's figure varies about the cell's level by the pooled spread (or the
+    cell's own, where larger) and by the machine's drift between rounds, which a single
+    cell's level does not cancel; the mean of k rounds by (σ² + τ²) / k (σ² the pooled
+    variance or the cell's own, where larger, as `paired` takes it), with Student's t
+    at Welch-Satterthwaite's degrees of freedom. Two rounds alone give t with 1 degree of
+    freedom (12.7: intervals beyond every sample measured); pooled over a scenario's cells,
+    σ is known far better. None where the cell lacks the pooled rounds."""
+    values = figures(row)
+    if values is None or len(values) != pooled.rounds or pooled.rounds < 2:
+        return None
+    k = pooled.rounds
+    # A noisier cell is not narrowed by quieter ones (as `paired` has it).
+    cell_variance = max(pooled.variance, pooled.cells.get(row.name, 0.0) ** 2)
+    cell_df = pooled.df
+    drift = np.log1p(np.array(pooled.drift))
+    drift_variance = float(drift.var(ddof=1))
+    a, b = cell_variance / k, drift_variance / k
+    df = (a + b) ** 2 / (a**2 / cell_df + b**2 / (k - 1)) if a + b > 0 else cell_df
+    half = stats.t.ppf(0.5 + LEVEL / 2, df) * math.sqrt(a + b)
+    center = float(row["median_ms"])
+    return center * math.exp(-half), center * math.exp(half)
+
+
 def spread_flags(cells: pd.DataFrame, pooled: Spread | None) -> pd.Series:
     """For each cell of `cells`, the reason its processes disagree beyond the machine's
     drift ('' where they do not, or where it has no rounds)."""

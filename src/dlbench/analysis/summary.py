@@ -9,6 +9,7 @@ import pandas as pd
 
 from dlbench import scenarios as registry
 from dlbench.catalogue.recipes import recorded_precision
+from dlbench.measure.stats import relative_half_width
 from dlbench.records import origin
 
 # Summaries written before scenarios existed hold inference cells only.
@@ -90,6 +91,7 @@ def derive(summary: pd.DataFrame) -> pd.DataFrame:
     frame["checked"] = frame["correctness_within_tolerance"].notna()
     frame["wrong_answer"] = [v is not None and not pd.isna(v) and not bool(v)
                              for v in frame["correctness_within_tolerance"]]
+    frame = intervals_from_rounds(frame)
     frame = headline(frame)
     frame = spread_between_rounds(frame)
     # Each timed cell's eager baseline: its time, and which cell it is (eager_cell), so that
@@ -131,6 +133,32 @@ def headline(frame: pd.DataFrame) -> pd.DataFrame:
         frame.loc[timed.index, ["headline_ms", "headline_ci95_ms_low",
                                 "headline_ci95_ms_high"]] = timed[wall].to_numpy(float)
         frame.loc[timed.index, "headline_wall"] = True
+    return frame
+
+
+def intervals_from_rounds(frame: pd.DataFrame) -> pd.DataFrame:
+    """In a run with rounds, each timed cell's interval of its median from the spread
+    between processes pooled over its scenario's cells and the drift between rounds
+    (dlbench.analysis.rounds.level_interval), in place of the one its own few processes
+    give (training's wall time per step keeps its own interval, from its steps and seeds)."""
+    from dlbench.analysis import rounds
+
+    if "rounds_median_ms" not in frame:
+        return frame
+    frame = frame.copy()
+    measured = frame["timed"] & ~frame["profiled"]
+    for _, cells in frame[measured].groupby("scenario"):
+        pooled = rounds.spread(cells)
+        if pooled is None:
+            continue
+        for index, row in cells.iterrows():
+            interval = rounds.level_interval(row, pooled)
+            if interval is None:
+                continue
+            low, high = interval
+            frame.loc[index, ["median_ci95_ms_low", "median_ci95_ms_high"]] = low, high
+            frame.loc[index, "median_ci95_half_width"] = relative_half_width(
+                row["median_ms"], low, high)
     return frame
 
 
