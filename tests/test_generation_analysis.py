@@ -22,8 +22,8 @@ def row(framework, optimization, batch, seqlen, median, first, per_token, steps=
             "generation_first_token_ms": first if status == "ok" else math.nan,
             "generation_per_token_ms": per_token if status == "ok" else math.nan,
             "generation_per_position_ms": steps,
-            "generation_tokens_per_s_ci95_low": batch * 4 / (median * 1.1 / 1e3),
-            "generation_tokens_per_s_ci95_high": batch * 4 / (median * 0.9 / 1e3),
+            "median_ci95_ms_low": median * 0.9 if status == "ok" else math.nan,
+            "median_ci95_ms_high": median * 1.1 if status == "ok" else math.nan,
             "wrong_answer": wrong, "precision": "fp32", **extra}
 
 
@@ -65,6 +65,8 @@ def test_tokens_per_second_have_their_intervals():
     assert pairs == {("pytorch", "eager"), ("tensorflow", "xla")}
     assert (rates["low"] < rates["tokens_per_s"]).all()
     assert (rates["tokens_per_s"] < rates["high"]).all()
+    # From the latency's interval, as the summary has it: 10% slower is 1/1.1 of the rate.
+    assert rates["low"].tolist() == pytest.approx((rates["tokens_per_s"] / 1.1).tolist())
     assert generation.plot_tokens_per_s(rates) is not None
 
 

@@ -96,10 +96,12 @@ def tokens_per_s(cells: pd.DataFrame) -> pd.DataFrame:
     ok = cells[cells["scenario"].eq(SCENARIO) & cells["status"].eq("ok") & ~_wrong(cells)]
     frame = ok[["framework", "optimization", "model", "seqlen", "new_tokens", "batch",
                 "tokens_per_s"]].copy()
-    # The summary splits the record's interval [low, high] into two columns.
-    for side in ("low", "high"):
-        column = f"generation_tokens_per_s_ci95_{side}"
-        frame[side] = ok[column] if column in ok else float("nan")
+    # From the latency's interval as the summary has it (with rounds, the pooled one:
+    # dlbench.analysis.summary.intervals_from_rounds), as the record's was made from its own.
+    tokens = ok["batch"] * ok["new_tokens"]
+    frame["low"] = tokens / (ok["median_ci95_ms_high"] / 1e3)
+    frame["high"] = (tokens / (ok["median_ci95_ms_low"] / 1e3)).where(
+        ok["median_ci95_ms_low"] > 0)
     return frame.sort_values(["model", "seqlen", "framework", "optimization", "batch"])
 
 
