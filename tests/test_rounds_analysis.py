@@ -108,6 +108,29 @@ def test_the_summarys_intervals_come_from_the_rounds_where_it_has_them():
     assert kept["median_ci95_ms_high"].tolist() == summary["median_ci95_ms_high"].tolist()
 
 
+def test_the_scenarios_ranked_by_their_median_share_the_machines_spread():
+    """Inference (three cells) and generation (two) in the same two rounds pool their
+    spread between processes — one variance, the sum of their degrees of freedom — while
+    each keeps its own drift; training, whose rounds are seeds and whose headline is the
+    wall time per step, keeps its own spread."""
+    rng = np.random.default_rng(7)
+    levels = {("pytorch", "eager"): 40.0, ("tensorflow", "graph"): 48.0, ("jax", "jit"): 56.0}
+    inference = _rounds_frame(levels, [0.02, -0.02], 0.02, rng)
+    generation = _rounds_frame(dict(list(levels.items())[:2]), [0.05, -0.05], 0.02,
+                               rng).assign(scenario="generation")
+    training = _rounds_frame(levels, [0.0, 0.0], 0.08, rng).assign(scenario="training")
+    run = pd.concat([inference, generation, training], ignore_index=True)
+    alone = {name: rounds.spread(cells) for name, cells in run.groupby("scenario")}
+    shared = rounds.run_spreads(run)
+    df = alone["inference"].df + alone["generation"].df
+    variance = (alone["inference"].variance * alone["inference"].df
+                + alone["generation"].variance * alone["generation"].df) / df
+    for name in ("inference", "generation"):
+        assert (shared[name].df, shared[name].variance) == (df, pytest.approx(variance))
+        assert shared[name].drift == alone[name].drift
+    assert shared["training"] == alone["training"]
+
+
 def test_a_real_difference_is_found_and_no_difference_is_a_tie():
     rng = np.random.default_rng(2)
     drift = [0.1, -0.05, 0.0]

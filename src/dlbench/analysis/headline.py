@@ -212,13 +212,14 @@ def winners(frame: pd.DataFrame, several_devices: bool = False) -> dict[str, pd.
     in every row is left out."""
     answers = {}
     timed = frame[frame["timed"] & ~frame["profiled"]]
+    spreads = rounds.run_spreads(timed)
     for scenario in scenarios(timed):
         cells = of_scenario(timed, scenario)
         sizes = [a for a in axes(scenario) if a in cells]
         keys = ["model"] + (["device"] if several_devices else []) + sizes
         frameworks = sorted(cells["framework"].unique(), key=framework_rank)
         time = time_column(cells)
-        spread = rounds.spread(cells)
+        spread = spreads.get(scenario)
         rows = [{**dict(zip(keys, values, strict=True)),
                  **_row(scenario, group.sort_values("headline_ms"), frameworks, time, spread)}
                 for values, group in cells.groupby(keys, sort=True)]

@@ -43,19 +43,22 @@ def best_per_framework(timed: pd.DataFrame) -> pd.DataFrame:
     return best.assign(candidates=groups["median_ms"].transform("size").loc[best.index])
 
 
-def against_fastest(timed: pd.DataFrame, recipes: list[str] | None = None) -> pd.DataFrame:
+def against_fastest(timed: pd.DataFrame, recipes: list[str] | None = None,
+                    pooled: rounds.Spread | None = None) -> pd.DataFrame:
     """One row per KEYS, precision and framework where two or more frameworks have a best
     cell (among `recipes`' cells only, if given): the framework's median and interval, its
     winning optimization and number of candidates, the attention implementation; `fastest`
     (the framework with the smallest median of the cell); `ratio` (this median / the
     fastest's: 1 for the fastest, above 1 slower) with `ratio_low`/`ratio_high` and the
-    `rounds` they were paired over (0: from the medians' intervals); `verdict`
+    `rounds` they were paired over (0: from the medians' intervals; `pooled`: the spread
+    between processes to pair them with, as the answer's); `verdict`
     (fastest; for the others tie, slower, or None without intervals); a row label 'model,
     batch n (device)', the framework's `name` and the cell text. Rows in KEYS, precision
     and framework order; empty when no cell has two frameworks."""
-    # The spread between processes of the scenario's cells, as the answer pools it (over
-    # every recipe, the profiled cells left out).
-    pooled = rounds.spread(timed[~timed["profiled"]] if "profiled" in timed else timed)
+    # The spread between processes as the answer pools it (pooled: the run's, from
+    # rounds.run_spreads; else from these cells, over every recipe, the profiled left out).
+    if pooled is None:
+        pooled = rounds.spread(timed[~timed["profiled"]] if "profiled" in timed else timed)
     if recipes is not None:
         recipe = timed.get("optimization_recipe", timed["optimization"]).fillna(
             timed["optimization"])

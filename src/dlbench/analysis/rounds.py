@@ -24,7 +24,7 @@ machine's noise, which the intervals carry, not the cell's.
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -90,6 +90,33 @@ def spread(cells: pd.DataFrame) -> Spread | None:
             beyond[index] = (own[index] > SPREAD_BETWEEN_PROCESSES_CV
                              and ss / share > critical * others)
     return Spread(variance, df, rounds, own, [float(np.expm1(d)) for d in drift], beyond)
+
+
+def run_spreads(timed: pd.DataFrame) -> dict[str, Spread]:
+    """Each scenario's `Spread` of a run's timed cells (the profiled left out); the
+    scenarios ranked by their median (not training's wall time per step, whose rounds are
+    seeds) with the same number of rounds share one variance: the machine's spread between
+    processes, pooled over all their cells (sums of squares over degrees of freedom), so
+    that a scenario of four cells (generation: 3 degrees of freedom, t = 3.2) is not left
+    with a wide interval that the machine's noise does not justify. Each keeps its own
+    drift and its cells' own spreads."""
+    from dlbench import scenarios as registry
+
+    known = registry.scenarios()
+    if "profiled" in timed:
+        timed = timed[~timed["profiled"].astype(bool)]
+    found = {scenario: pooled for scenario, cells in timed.groupby("scenario")
+             if (pooled := spread(cells)) is not None}
+    for rounds in {s.rounds for s in found.values()}:
+        shared = [name for name, s in found.items()
+                  if s.rounds == rounds and name in known and known[name].headline != "wall"]
+        if len(shared) < 2:
+            continue
+        df = sum(found[name].df for name in shared)
+        variance = sum(found[name].variance * found[name].df for name in shared) / df
+        for name in shared:
+            found[name] = replace(found[name], variance=variance, df=df)
+    return found
 
 
 def _polish(logs: np.ndarray, sweeps: int = 4) -> tuple[np.ndarray, np.ndarray]:

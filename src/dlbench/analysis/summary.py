@@ -139,7 +139,8 @@ def headline(frame: pd.DataFrame) -> pd.DataFrame:
 def intervals_from_rounds(frame: pd.DataFrame) -> pd.DataFrame:
     """In a run with rounds, each timed cell's interval of its median from the spread
     between processes pooled over its scenario's cells and the drift between rounds
-    (dlbench.analysis.rounds.level_interval), in place of the one its own few processes
+    (dlbench.analysis.rounds.level_interval; the variance shared by the scenarios ranked
+    by their median: rounds.run_spreads), in place of the one its own few processes
     give (training's wall time per step keeps its own interval, from its steps and seeds)."""
     from dlbench.analysis import rounds
 
@@ -147,8 +148,9 @@ def intervals_from_rounds(frame: pd.DataFrame) -> pd.DataFrame:
         return frame
     frame = frame.copy()
     measured = frame["timed"] & ~frame["profiled"]
-    for _, cells in frame[measured].groupby("scenario"):
-        pooled = rounds.spread(cells)
+    spreads = rounds.run_spreads(frame[measured])
+    for scenario, cells in frame[measured].groupby("scenario"):
+        pooled = spreads.get(scenario)
         if pooled is None:
             continue
         for index, row in cells.iterrows():

@@ -18,6 +18,7 @@ from dlbench.analysis import (
     plots_size,
     precision,
     ratio,
+    rounds,
     scaling,
     speedup,
 )
@@ -242,7 +243,9 @@ else:
 # named, and a second table compares `eager` with `eager`.
 
 # %%
-ratios = ratio.against_fastest(ok)
+# The spread between processes pooled as the answer pools it (every scenario's cells).
+pooled = rounds.run_spreads(timed_cells(everything)).get("inference")
+ratios = ratio.against_fastest(ok, pooled=pooled)
 if ratios.empty:
     say("The comparison needs two or more frameworks with a timing for the same model, "
         "device, batch size, sequence length and precision; there is no such cell in this "
@@ -277,7 +280,7 @@ else:
         plt.show()
 
 # %%
-same_recipe = ratio.against_fastest(ok, recipes=["eager"])
+same_recipe = ratio.against_fastest(ok, recipes=["eager"], pooled=pooled)
 if not same_recipe.empty:
     for chosen in ratio.precisions(same_recipe):
         show(ratio.ratio_table(same_recipe, chosen),
