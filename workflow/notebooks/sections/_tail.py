@@ -65,7 +65,8 @@ else:
         say(f"The machine's own noise beside the cells: the fixed workload's IQR was "
             f"{middle:.1%} of its median (the median cell's; {low:.1%} to {high:.1%}).")
     if measured.flagged:
-        say(f"**{measured.flagged} of {len(ok)} timed cells are flagged:**")
+        verb = "is" if measured.flagged == 1 else "are"
+        say(f"**{measured.flagged} of {len(ok)} timed cells {verb} flagged:**")
     else:
         say(f"None of the {len(ok)} timed cells is flagged.")
     shown = len(measured.table)
