@@ -21,6 +21,10 @@ after the other: a stream of runs of identical code, kept under DIR (pair i is r
 It prints each comparison's change, p and verdict, and the share called a regression or an
 improvement: every run is identical code, so each such verdict is a false alarm. With few
 comparisons read the count with its bound (0 of 20 still allows up to 14%).
+
+`count --plant 0.05 0.10 0.25` then plants slowdowns: every sample of the new side's runs
+made that much slower (the real runs' noise, a known change), and prints the share of
+comparisons that call it a regression — the detection rate of each planted slowdown.
 """
 
 import argparse
@@ -70,13 +74,25 @@ def stream(folder: Path) -> list[Path]:
     return [f for f in files if f.is_file()]
 
 
-def side_folder(files: list[Path], folder: Path, marker: dict | None = None) -> Path:
-    """One result set of these runs: their records combined as repeats (in this order)."""
+def slowed(record: dict, factor: float) -> dict:
+    """The record with every timed sample `factor` times as long (its statistics anew)."""
+    from dlbench.measure.stats import summarize
+
+    timing = record["timing"]
+    samples = [x * factor for x in timing["samples_ms"]]
+    timing.update(summarize(samples), samples_ms=samples)
+    return record
+
+
+def side_folder(files: list[Path], folder: Path, marker: dict | None = None,
+                factor: float = 1.0) -> Path:
+    """One result set of these runs: their records combined as repeats (in this order),
+    each made `factor` times as slow."""
     from dlbench.files import atomic
     from dlbench.plan.matrix import Cell
     from dlbench.records import result
 
-    records = [result.read(f) for f in files]
+    records = [slowed(result.read(f), factor) for f in files]
     record = records[0] if len(records) == 1 else \
         Cell.from_params(records[0]["params"]).spec.combine(records)
     (folder / "runs").mkdir(parents=True)
@@ -110,7 +126,7 @@ def groups(files: list[Path], k: int, interleaved: bool) -> list[tuple[list, lis
              [w[2 * r + first] for r, first in enumerate(a_first)]) for w in windows]
 
 
-def report(title: str, rows: list[tuple[str, dict]]) -> None:
+def report(title: str, rows: list[tuple[str, dict]], planted: float = 0.0) -> None:
     from scipy.stats import beta
 
     print(f"\n{title}, {len(rows)} comparisons:")
@@ -120,6 +136,13 @@ def report(title: str, rows: list[tuple[str, dict]]) -> None:
         p = f"{float(row['p_value']):.2g}" if row.get("p_value") else ""
         print(f"{name:10} {float(row['baseline_ms']):11.3f} {float(row['new_ms']):8.3f} "
               f"{change:+8.1%} {p:>8}  {row.get('test', '')} / {row['verdict']}")
+    if planted:
+        found, n = sum(row["verdict"] == "regression" for _, row in rows), len(rows)
+        low, high = (0.0 if found == 0 else float(beta.ppf(0.025, found, n - found + 1)),
+                     1.0 if found == n else float(beta.ppf(0.975, found + 1, n - found)))
+        print(f"planted {planted:.0%} slower: called a regression in {found} of {n} "
+              f"({found / n:.0%}; 95% interval {low:.0%}-{high:.0%})", flush=True)
+        return
     alarms, n = sum(row["verdict"] in SIGNIFICANT for _, row in rows), len(rows)
     # The exact (Clopper-Pearson) one-sided 95% upper bound of the rate.
     upper = 1.0 if alarms == n else float(beta.ppf(0.95, alarms + 1, n - alarms))
@@ -127,21 +150,24 @@ def report(title: str, rows: list[tuple[str, dict]]) -> None:
           flush=True)
 
 
-def count(folder: Path, processes: list[int]) -> None:
+def count(folder: Path, processes: list[int], plants: list[float]) -> None:
     files = stream(folder)
     print(f"{label(*CELL)}: {len(files)} runs of identical code, one after the other")
-    for k in processes:
-        for interleaved in ([False] if k == 1 else [False, True]):
-            rows = []
-            for i, (a, b) in enumerate(groups(files, k, interleaved)):
-                marker = {"run": f"bench{k}_{i}", "rounds": k} if interleaved else None
-                with tempfile.TemporaryDirectory() as tmp:
-                    sides = [side_folder(runs, Path(tmp) / name,
-                                         marker and {**marker, "side": name})
-                             for name, runs in (("baseline", a), ("new", b))]
-                    rows.append((f"{i:03d}", compare_pair(*sides)))
-            how = "interleaved rounds" if interleaved else "processes a side, one after the other"
-            report(f"{k} {how}", rows)
+    for planted in plants:
+        for k in processes:
+            for interleaved in ([False] if k == 1 else [False, True]):
+                rows = []
+                for i, (a, b) in enumerate(groups(files, k, interleaved)):
+                    marker = {"run": f"bench{k}_{i}", "rounds": k} if interleaved else None
+                    with tempfile.TemporaryDirectory() as tmp:
+                        sides = [side_folder(runs, Path(tmp) / name,
+                                             marker and {**marker, "side": name}, factor)
+                                 for name, runs, factor in (("baseline", a, 1.0),
+                                                            ("new", b, 1.0 + planted))]
+                        rows.append((f"{i:03d}", compare_pair(*sides)))
+                how = ("interleaved rounds" if interleaved
+                       else "processes a side, one after the other")
+                report(f"{k} {how}", rows, planted)
 
 
 def main() -> None:
@@ -151,10 +177,13 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=20)
     parser.add_argument("--processes", type=int, nargs="+", default=[1, 2, 4],
                         help="count: the processes (or rounds) a side of each grouping")
+    parser.add_argument("--plant", type=float, nargs="+", default=[0.0],
+                        help="count: slowdowns planted in the new side (0: none, the "
+                             "false alarms; 0.05: 5%% slower)")
     args = parser.parse_args()
     if args.action == "measure":
         measure(args.folder, args.pairs)
-    count(args.folder, args.processes)
+    count(args.folder, args.processes, args.plant)
 
 
 if __name__ == "__main__":
