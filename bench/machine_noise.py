@@ -23,6 +23,7 @@ import tempfile
 from pathlib import Path
 
 from dlbench.measure import flags as harness
+from dlbench.measure.noise import limit
 
 TICKER = """
 import sys, time
@@ -68,7 +69,7 @@ def main() -> None:
                     noisy = [k for k in harness.NOISE if r["flags"][k]]
                     print(f"{name:<11} s{r['params']['seqlen']:<5} "
                           f"{r['timing']['relative_iqr']:>5.1%} {beside:>6.1%} "
-                          f"{max(harness.UNSTABLE_RELATIVE_IQR, 2 * beside):>5.0%} "
+                          f"{limit(harness.UNSTABLE_RELATIVE_IQR, r['machine_noise']):>5.0%} "
                           f"{r['utilization']['other_load_cores']:>5.2f}  "
                           f"{', '.join(noisy) or '-'}", flush=True)
 

@@ -6,7 +6,7 @@ the load, every cell is flagged busy, with the cores the others took in its reas
 the fixed workload timed beside each cell (the machine's own noise, dlbench.measure.noise)
 spreads more than it did idle. On CI's machine the idle cells' IQR came out at 15-20% of
 their median, against a fixed limit of 10% (3 of 3 flagged unstable; 3-7% here): the limit
-is now twice the machine's own noise where that is higher."""
+is now three times the machine's own noise where that is higher."""
 
 import json
 import statistics
