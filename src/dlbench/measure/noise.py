@@ -19,6 +19,8 @@ import statistics
 import time
 from collections.abc import Callable
 
+from dlbench.measure.timing import time_batch
+
 # How long the workload is timed (at most: no longer than the cell's own loop), after its
 # warm-up, and in at least MIN_SAMPLES samples.
 PROBE_S = 0.25
@@ -38,11 +40,7 @@ def probe(product: Callable[[], object], synchronize: Callable[[], None],
     """The workload's relative IQR (its samples' IQR over their median) and how it was
     timed. product: one product; synchronize: waits for the device's queued work."""
     def batch(count: int) -> float:
-        start = time.perf_counter()
-        for _ in range(count):
-            product()
-        synchronize()
-        return time.perf_counter() - start
+        return time_batch(product, synchronize, count)
 
     batch(1)  # the library picks its kernel
     count = 1  # doubled until a sample lasts SAMPLE_S (one product's time is too noisy)

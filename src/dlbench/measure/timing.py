@@ -68,6 +68,17 @@ def time_call(call: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
+def time_batch(call: Callable[[], object], synchronize: Callable[[], None],
+               count: int) -> float:
+    """Seconds `count` calls take, with one synchronization after them all (the queued
+    device work of the batch included)."""
+    start = time.perf_counter()
+    for _ in range(count):
+        call()
+    synchronize()
+    return time.perf_counter() - start
+
+
 def within_target(sorted_ms: list[float], target: float) -> bool:
     """Whether the 95% interval of the median of these sorted samples is within ±target of
     the median (never below 6 samples: fewer cannot give a 95% interval at all)."""

@@ -36,6 +36,7 @@ from pathlib import Path
 from dlbench.catalogue.frameworks import declarations, leave_out_unused_imports
 from dlbench.files import atomic, paths
 from dlbench.measure import devices, env, quiet, theoretical
+from dlbench.measure.timing import time_batch
 from dlbench.records import result
 
 # A CPU library that got less than this share of its threads' cores ran on a busy machine.
@@ -154,11 +155,7 @@ def _time(product, synchronize, n: int, seconds: float) -> dict:
     """Batches of n×n products for `seconds` (at least 5 batches), each batch long enough
     (~50 ms) that the synchronization after it costs nothing."""
     def batch(products: int) -> float:
-        start = time.perf_counter()
-        for _ in range(products):
-            product()
-        synchronize()
-        return time.perf_counter() - start
+        return time_batch(product, synchronize, products)
 
     first = batch(1)  # warm-up: the library picks its kernel, the clock ramps up
     products = max(1, round(0.05 / max(batch(1), 1e-9)))
