@@ -2,7 +2,6 @@
 which cells cannot apply."""
 
 import itertools
-from dataclasses import replace
 
 import pytest
 import yaml
@@ -101,33 +100,31 @@ def test_optimizations_per_framework_leave_out_what_does_not_apply():
     assert not [c for c in mapped if "does not exist in" in (c.unsupported_reason() or "")]
 
 
-def test_a_framework_that_measures_inference_only_has_no_training_cells_to_run(monkeypatch):
-    """JAX planted as a runtime that measures inference only (Framework.scenarios): its
+def test_a_framework_that_measures_inference_only_has_no_training_cells_to_run():
+    """ONNX Runtime, a runtime that measures inference only (Framework.scenarios): its
     training cells are not applicable by design, by the phrase the report counts once;
     a per-framework list of training optimizations needs none for it, inference's does."""
     import pandas as pd
 
     from dlbench.analysis.status import not_applicable
-    from dlbench.catalogue import frameworks
 
-    real = frameworks.get
-    monkeypatch.setattr(frameworks, "get", lambda name: replace(
-        real(name), scenarios=("inference",)) if name == "jax" else real(name))
     section = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["training"]
     cells = scenarios.get("training").cells({**section, "optimizations": ["eager"]},
-                                            ["pytorch", "jax"], ["cpu"])
+                                            ["pytorch", "onnxruntime"], ["cpu"])
     reasons = {c.framework: c.unsupported_reason() for c in cells}
-    assert reasons == {"pytorch": None, "jax": "scenario 'training' does not exist in JAX "
-                                               "(it measures inference only)"}
-    rows = pd.DataFrame({"status": ["unsupported"], "reason": [reasons["jax"]]})
+    assert reasons == {"pytorch": None,
+                       "onnxruntime": "scenario 'training' does not exist in ONNX Runtime "
+                                      "(it measures inference only)"}
+    rows = pd.DataFrame({"status": ["unsupported"], "reason": [reasons["onnxruntime"]]})
     assert not_applicable(rows).tolist() == [True]
     assert scenarios.optimization_problems(
-        {"optimizations": {"pytorch": ["eager"]}}, ["pytorch", "jax"], "training") == []
+        {"optimizations": {"pytorch": ["eager"]}}, ["pytorch", "onnxruntime"], "training") == []
     assert scenarios.optimization_problems(
-        {"optimizations": {"pytorch": ["eager"]}}, ["pytorch", "jax"], "inference") == [
-        "optimizations: no list for jax (name its optimizations, or give one list for every "
-        "framework)"]
-    assert inference_cell("jax", "tiny-bert", "cpu", 1, 8, "jit").unsupported_reason() is None
+        {"optimizations": {"pytorch": ["eager"]}}, ["pytorch", "onnxruntime"], "inference"
+    ) == ["optimizations: no list for onnxruntime (name its optimizations, or give one list "
+          "for every framework)"]
+    assert inference_cell("onnxruntime", "tiny-bert", "cpu", 1, 8, "ort-all"
+                          ).unsupported_reason() is None
 
 
 @pytest.mark.parametrize("path", sorted(REPO.glob("config/**/*.yaml")), ids=lambda p: p.name)

@@ -214,8 +214,8 @@ def test_a_stale_reference_is_refused(tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("framework", [f for f in frameworks.REGISTERED if f != "pytorch"])
 def test_other_frameworks_get_pytorchs_weights_without_torch(references, framework):
-    """Every 2019 family with a class in the framework, in one process: the same function
-    as PyTorch, to fp32."""
+    """Every 2019 family with a class in the framework, in one process, by its default
+    recipe: the same function as PyTorch, to fp32."""
     about = frameworks.get(framework)
     models = [m for m in MODELS_HERE if about.model_class(MODELS[m].family)]
     code = f"""
@@ -227,7 +227,7 @@ from dlbench.catalogue.models import get_model
 from dlbench.catalogue.recipes import optimization
 from dlbench.scenarios.inference import prepare, token_ids
 backend = load_ops(load_backend({framework!r}, "cpu", 2, 1), "inference")
-eager = optimization("inference", "eager", {framework!r})
+eager = optimization("inference", {about.default_inference!r}, {framework!r})
 root = Path({str(references)!r})
 for name in {models!r}:
     spec = get_model(name)

@@ -63,6 +63,9 @@ class Framework:
     # module imports SciPy).
     unused_imports: tuple[str, ...] = ("sklearn", "scipy")
 
+    # The recipe its users run a model's inference with by default: the step that the
+    # planted-error test recipe perturbs (an inference runtime has no eager recipe).
+    default_inference: str = "eager"
     # The recipe of its training step as its users run it by default (the analysis of
     # train_step compares optimizers there first).
     default_step: str = "eager"
@@ -91,6 +94,7 @@ REGISTERED = (
     "pytorch",
     "tensorflow",
     "jax",
+    "onnxruntime",
 )
 
 # The framework whose eager fp32 output on the CPU is every inference cell's reference

@@ -72,12 +72,13 @@ def token_ids(spec: ModelSpec, batch: int, seqlen: int, seed: int) -> "np.ndarra
                         dtype=np.int64)
 
 
-def prepare(ops, model, inputs: dict, optimization: Optimization):
-    """The step of an optimization: its recipe in its precision (tracing happens here)."""
+def prepare(ops, model, inputs: dict, optimization: Optimization, default: str = "eager"):
+    """The step of an optimization: its recipe in its precision (tracing happens here); a
+    test recipe perturbs the framework's `default` (its Framework.default_inference)."""
     recipe = optimization.recipe
     if recipe.perturb is None:
         return ops.recipes[recipe.name](model, inputs, optimization)
-    step = ops.recipes["eager"](model, inputs, optimization)
+    step = ops.recipes[default](model, inputs, optimization)
     factor = recipe.perturb
     return lambda: step() * factor
 
@@ -229,7 +230,8 @@ class Inference(Scenario):
             model_inputs = ops.inputs(ids)
             ops.same_attention_work(model, model_inputs)
             start = time.perf_counter()
-            step = prepare(ops, model, model_inputs, optimization)  # tracing, conversion
+            step = prepare(ops, model, model_inputs, optimization,  # tracing, conversion
+                           frameworks.get(cell.framework).default_inference)
             prepare_s = time.perf_counter() - start
             clock.mark("model_ready_s")
             if memory is not None:
