@@ -314,6 +314,7 @@ def pytest_runtest_call(item):
 # 23, 13, 21, 20, 15, 16, 11, 11, 11, 9, 9, 8; the others (6 s or less) follow by name.
 ORDER = ("test_bottleneck", "test_measurement", "test_flags_under_load", "test_compare",
          "test_faults", "test_grouping", "test_training", "test_optimizations",
+         "test_onnxruntime",
          "test_fairness", "test_train_step_run", "test_generation", "test_pipelines",
          "test_presets", "test_slurm", "test_rounds_workflow", "test_train_step_workflow",
          "test_disk_full", "test_isolation", "test_generation_workflow", "test_cli",
