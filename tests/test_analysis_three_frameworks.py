@@ -207,9 +207,9 @@ def test_the_gpu_and_mixed_precision_prose_lists_every_registered_framework(monk
     declaration's words; a framework that declares nothing is listed as such (not left
     out, not described as another)."""
     declared = frameworks.declarations()
-    assert [f.name for f in declared] == ["pytorch", "tensorflow", "jax"]
+    assert [f.name for f in declared] == ["pytorch", "tensorflow", "jax", "onnxruntime"]
     timing, kept = gpu.how_measured(), precision.how_each_framework()
-    assert len(timing) == len(kept) == 3
+    assert len(timing) == len(kept) == 4
     for framework, line, ops in zip(declared, timing, kept, strict=True):
         assert line.startswith(f"**{framework.label}**: timed {framework.gpu_timing};")
         assert framework.gpu_memory in line
@@ -221,6 +221,6 @@ def test_the_gpu_and_mixed_precision_prose_lists_every_registered_framework(monk
     bare = dataclasses.replace(frameworks.get("jax"), name="other", label="Other",
                                gpu_timing="", gpu_memory="", mixed_precision="")
     monkeypatch.setattr(frameworks, "declarations", lambda: (*declared, bare))
-    assert gpu.how_measured()[3] == ("**Other**: timed not declared by the framework; "
+    assert gpu.how_measured()[-1] == ("**Other**: timed not declared by the framework; "
                                      "memory: not declared by the framework.")
-    assert precision.how_each_framework()[3] == "**Other**: not declared by the framework."
+    assert precision.how_each_framework()[-1] == "**Other**: not declared by the framework."

@@ -36,6 +36,9 @@ GENERATED_ELSEWHERE = {
     "report/provenance.html": ("Snakefile", "--report report/provenance.html"),
     # a training cell's py-spy flame graph, beside its record (training.profile)
     "results/runs/*.svg": ("src/dlbench/run/profiler.py", 'record.with_suffix(".svg")'),
+    # ONNX Runtime's model, exported by its first cell beside the shared weights
+    "results/reference/*/model-*.onnx": ("src/dlbench/frameworks/onnxruntime/export.py",
+                                         'with_name(f"model-{attention}.onnx")'),
 }
 PLACEHOLDER = re.compile(r"<[^<>/]*>|…|\*")
 

@@ -82,12 +82,16 @@ def test_a_cell_imports_no_other_framework_nor_unused_libraries(tmp_path, framew
     done = subprocess.run(
         [sys.executable, "-m", "dlbench", "run", f"--framework={framework}",
          "--model=tiny-bert", "--device=cpu", "--batch=1", "--seqlen=8",
-         "--optimization=eager", "--warmup-iterations=1", "--min-duration-s=0.01",
+         f"--optimization={frameworks.get(framework).default_inference}",
+         "--warmup-iterations=1", "--min-duration-s=0.01",
          "--min-iterations=2", "--target-ci=0", f"--out={out}"],
         capture_output=True, text=True, timeout=300,
         env=tool_env(PYTHONPROFILEIMPORTTIME="1"))
     assert done.returncode == 0 and '"status": "ok"' in out.read_text(), done.stderr[-3000:]
-    assert "transformers" in _imports_of_one_framework(framework, done.stderr)
+    imported = _imports_of_one_framework(framework, done.stderr)
+    # transformers builds the model in the cell, but in ONNX Runtime's, which runs the model
+    # exported by a PyTorch process of its own (no torch in the cell either).
+    assert ("transformers" in imported) == (framework != "onnxruntime")
 
 
 def _imports_of_one_framework(framework: str, profile: str) -> set[str]:

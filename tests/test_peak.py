@@ -173,10 +173,11 @@ def test_peak_paths_name_device_precision_threads_and_library():
     assert peak_path("gpu", "bf16", 8) == "results/peak/gpu_bf16_t8.json"
     assert library_path("cpu", "fp32", 2, "tf-matmul") == \
         "results/peak/libraries/cpu_fp32_t2_tf-matmul.json"
-    # In the registry's order, on the devices each is declared for (oneDNN: CPU only).
+    # In the registry's order, on the devices each is declared for (oneDNN through PyTorch
+    # and ONNX Runtime's MatMul: CPU only).
     gpu = peak.libraries("gpu")
     assert gpu[:2] == ["torch-linear", "tf-matmul"] and "torch-onednn" not in gpu
-    assert set(peak.libraries("cpu")) == set(gpu) | {"torch-onednn"}
+    assert set(peak.libraries("cpu")) == set(gpu) | {"torch-onednn", "ort-matmul"}
     assert peak.libraries("cpu", {"pytorch"}) == ["torch-linear", "torch-onednn"]
 
 

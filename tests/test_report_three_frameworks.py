@@ -105,5 +105,6 @@ def test_the_gpu_and_mixed_precision_sections_describe_every_framework(rendered)
     for attribute, lead in (("gpu_timing", "timed "), ("mixed_precision", "")):
         found = [(f.label, i) for f in frameworks.declarations() for i, text in enumerate(items)
                  if text.startswith(f"{f.label} : {lead}{getattr(f, attribute)[:30]}")]
-        assert [label for label, _ in found] == ["PyTorch", "TensorFlow", JAX], attribute
+        assert [label for label, _ in found] == ["PyTorch", "TensorFlow", JAX, "ONNX Runtime"], \
+            attribute
         assert [i for _, i in found] == sorted(i for _, i in found)

@@ -29,9 +29,10 @@ FRAMEWORK = Framework(
     ),
     default_inference="ort-all",  # InferenceSession's default level
     no_pinned_memory="ONNX Runtime has no input pipeline",
-    gpu_timing="not measured: the onnxruntime wheel of this environment has the CPU "
-               "execution provider only (onnxruntime-gpu is another package)",
-    gpu_memory="not measured (CPU execution provider only)",
+    gpu_timing="never on a GPU: the onnxruntime wheel of this environment has the CPU "
+               "execution provider only (the CUDA one is the onnxruntime-gpu package), and "
+               "its GPU cells are unsupported with that reason",
+    gpu_memory="none (no GPU cells)",
     mixed_precision="none: every recipe runs the exported float32 graph (the backend says "
                     "why a reduced precision is unsupported)",
 )
