@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -46,11 +47,39 @@ def tiny_config(measurement: dict | None = None, **changes) -> dict:
     return config
 
 
-def tool_env(**extra: str) -> dict[str, str]:
+# Snakemake's SLURM executor plugin runs `scontrol show config` whenever Snakemake starts
+# (for its settings' help text). With SLURM's client installed (setup.sh --test) and no
+# controller running, scontrol looks for one (through DNS, or at a slurm.conf's controller)
+# until the plugin gives up after 10 s: on CI the tests that start Snakemake took ~10 s
+# more per start than here (tests/test_run_lock.py: 63 s against 16 s, 2026-11-29), and
+# here `snakemake --version` took 10.0 s against 1.0 s while an old slurm.conf named a
+# controller that had gone. An empty SLURM configuration makes scontrol fail at once; the
+# SLURM test's commands get the real one (tool_env(slurm=True)).
+_USERS_SLURM_CONF = os.environ.get("SLURM_CONF")
+os.environ["SLURM_CONF"] = os.devnull
+
+
+def tool_env(slurm: bool = False, **extra: str) -> dict[str, str]:
     """The environment with this virtualenv's tools first on PATH, as after `activate`, and
-    this checkout's dlbench first on the path (whichever checkout the venv was set up in)."""
-    return dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}",
-                PYTHONPATH=str(REPO / "src"), **extra)
+    this checkout's dlbench first on the path (whichever checkout the venv was set up in);
+    with `slurm`, SLURM's own configuration (see above)."""
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}",
+               PYTHONPATH=str(REPO / "src"), **extra)
+    if slurm:
+        env.pop("SLURM_CONF")
+        if _USERS_SLURM_CONF is not None:
+            env["SLURM_CONF"] = _USERS_SLURM_CONF
+    return env
+
+
+def pytest_terminal_summary(terminalreporter):
+    """How long Snakemake takes to start as the tests start it: seconds more per start, over
+    the suite's hundreds of starts, are minutes (see SLURM_CONF above)."""
+    start = time.perf_counter()
+    done = subprocess.run([str(BIN / "snakemake"), "--version"], capture_output=True,
+                          env=tool_env())
+    terminalreporter.write_line(f"snakemake --version took {time.perf_counter() - start:.1f} s "
+                                f"(exit {done.returncode})")
 
 
 def snakemake(workdir: Path, config: dict | None, *args: str, timeout: int = 900,

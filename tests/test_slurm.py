@@ -66,12 +66,12 @@ def cluster():
     scratch = Path(tempfile.mkdtemp(prefix="dlbench-slurm-", dir="/tmp"))
     try:
         up = subprocess.run(["timeout", "-s", "KILL", "300", str(UP), str(scratch)],
-                            capture_output=True, text=True)
+                            capture_output=True, text=True, env=tool_env(slurm=True))
         assert up.returncode == 0, f"scripts/slurm/up.sh failed:\n{up.stdout}{up.stderr}"
         yield scratch
     finally:
         down = subprocess.run(["timeout", "-s", "KILL", "120", str(DOWN), str(scratch)],
-                              capture_output=True, text=True)
+                              capture_output=True, text=True, env=tool_env(slurm=True))
         assert down.returncode == 0, down.stdout + down.stderr
         assert not scratch.exists()
 
@@ -87,7 +87,8 @@ def _running_cell_job(cell: str, seen: list[str]) -> str | None:
     (its SLURM_JOB_ID): the previous job's, cancelled, may still be winding down while
     the next one starts, and cancelling the next one then would stop it before it measures."""
     queue = subprocess.run(["squeue", "-h", "-t", "RUNNING", "-o", "%i %k"],
-                           capture_output=True, text=True, timeout=30, check=True).stdout
+                           capture_output=True, text=True, timeout=30, check=True,
+                           env=tool_env(slurm=True)).stdout
     for job_id, comment in (line.split(maxsplit=1) for line in queue.splitlines()):
         if comment == f"rule_measure_cell_wildcards_{cell}" and job_id not in seen:
             for process in psutil.process_iter(["cmdline"]):
@@ -140,13 +141,14 @@ def slurm_run(cluster, tmp_path_factory):
     log = workdir / "snakemake-stopped.out"  # a file: a full pipe would stall Snakemake
     with log.open("w") as out:
         run = subprocess.Popen(_workflow(workdir), stdout=out, stderr=subprocess.STDOUT,
-                               env=tool_env(DLBENCH_TEST_FAULT=f"hang@{STOPPED}"))
+                               env=tool_env(slurm=True, DLBENCH_TEST_FAULT=f"hang@{STOPPED}"))
         cancelled: list[str] = []
         deadline = time.monotonic() + RUN_TIMEOUT_S
         while len(cancelled) < 2 and run.poll() is None and time.monotonic() < deadline:
             job_id = _running_cell_job(STOPPED, cancelled)
             if job_id:
-                subprocess.run(["scancel", job_id], check=True, timeout=30)
+                subprocess.run(["scancel", job_id], check=True, timeout=30,
+                               env=tool_env(slurm=True))
                 cancelled.append(job_id)
             time.sleep(0.5)
         run.wait(timeout=RUN_TIMEOUT_S)
@@ -158,7 +160,8 @@ def slurm_run(cluster, tmp_path_factory):
     stopped = {"cancelled": cancelled, "returncode": run.returncode,
                "output": stopped_output, "results": failed_run / "results"}
 
-    finish = subprocess.run(_workflow(workdir), capture_output=True, text=True, env=tool_env())
+    finish = subprocess.run(_workflow(workdir), capture_output=True, text=True,
+                            env=tool_env(slurm=True))
     elapsed = time.monotonic() - start
     output = finish.stdout + finish.stderr
     (workdir / "snakemake.out").write_text(output)
@@ -184,7 +187,7 @@ def cells():
 def _job(job_id: str) -> dict[str, str]:
     """`scontrol show job` as key → value (finished jobs stay visible for MinJobAge)."""
     shown = subprocess.run(["scontrol", "-o", "show", "job", job_id], capture_output=True,
-                           text=True, timeout=30, check=True).stdout
+                           text=True, timeout=30, check=True, env=tool_env(slurm=True)).stdout
     return dict(re.findall(r"([\w/:]+)=(\S*)", shown))
 
 
@@ -210,7 +213,8 @@ def test_every_cell_ran_as_its_own_slurm_job(slurm_run, cells):
     for rule in ("aggregate", "report", "peak"):
         assert f"localrule {rule}:" in output
     queue = subprocess.run(["squeue", "-h", "-t", "all", "-o", "%i"], capture_output=True,
-                           text=True, timeout=30, check=True).stdout.split()
+                           text=True, timeout=30, check=True,
+                           env=tool_env(slurm=True)).stdout.split()
     assert sorted(queue) == sorted(job for ids in all_jobs.values() for job in ids), \
         "these jobs, and nothing else, ran"
     for cell in cells:
