@@ -160,11 +160,10 @@ def start_from(measured: Path, workdir: Path, kept=KEPT) -> Path:
     return workdir
 
 
-# The shared workflow run's matrix: TINY_CONFIG with one model at batch 1 (4 timed cells of
-# 24, not 16 of 96: the second batch size and model added nothing that its tests read but
-# a minute of cells; a report of several models: tests/test_report_browser.py, and the
-# generation workflow runs two), and ONNX Runtime's default recipe, so that every framework
-# has a timed cell.
+# The shared workflow run's matrix: TINY_CONFIG with one model at batch 1 (the second batch
+# size and model added nothing that its tests read but a minute of cells; a report of
+# several models: tests/test_report_browser.py, and the generation workflow runs two), and
+# ONNX Runtime's default recipe, so that every framework has a timed cell: 5 of 48.
 TINY_RUN = tiny_config(models=["tiny-bert"], batch_sizes=[1],
                        optimizations=["eager", "graph", "ort-all"])
 

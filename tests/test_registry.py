@@ -33,6 +33,7 @@ def test_a_registered_framework_declares_itself_in_its_folder(name):
     assert framework.distributions
     assert framework.model_classes and set(framework.model_classes) <= set(FAMILIES)
     assert set(framework.no_mixed_precision) <= set(framework.model_classes)
+    assert set(framework.no_family) <= set(FAMILIES)
     assert set(framework.inference_protocol) <= set(DEVICES)
     assert framework.gemm_libraries[0].default, "its default library comes first"
     # What the report's GPU and mixed-precision sections say of it.

@@ -44,6 +44,9 @@ class Framework:
     # applicable by design, as another framework's optimization is, and its folder needs
     # no operations module for them (an inference-only runtime).
     scenarios: tuple[str, ...] | None = None
+    # Why a family that transformers has a class for cannot run here (e.g. its export fails):
+    # its cells are `unsupported` with this reason, not for want of a class.
+    no_family: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     # Why a family's class cannot run in a reduced precision, where it cannot.
     no_mixed_precision: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     # Why a family's class cannot compute in float16, where it cannot (bf16 may still run).

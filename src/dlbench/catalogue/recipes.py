@@ -128,7 +128,8 @@ EAGER_TRAINING = Recipe("eager", "the framework's default: PyTorch eager in NCHW
 # Recipes of every framework where TEST_RECIPES_VARIABLE is 1 (the scenario applies them
 # around the framework's eager step).
 TEST_RECIPES = (
-    Recipe("planted-error", "eager with its output scaled by 1.01 (tests the check)",
+    Recipe("planted-error", "the framework's default recipe (eager where it has one) with "
+           "its output scaled by 1.01 (tests the check)",
            INFERENCE, precisions=("fp32",), perturb=1.01),
 )
 

@@ -104,11 +104,15 @@ def transformer_inputs(backend, cell: "Cell", seed: int, inputs: dict
 
 def transformer_problem(cell: "Cell", precision: str) -> str | None:
     """Why a cell of a registry model cannot apply whatever its recipe (None if it can):
-    no class in the cell's framework, a reduced precision that the framework's class cannot
-    run in, a sequence longer than the model's positions. Any scenario of these models
+    a family the framework cannot run, no class in the cell's framework, a reduced
+    precision that the framework's class cannot run in, a sequence longer than the model's
+    positions. Any scenario of these models
     (the `seqlen` axis) shares these rules."""
     spec = get_model(cell.model)
     framework = frameworks.get(cell.framework)
+    if spec.family in framework.no_family:
+        return f"{cell.model} ({spec.family}) in {framework.label}: " \
+               f"{framework.no_family[spec.family]}"
     if framework.model_class(spec.family) is None:
         return (
             f"transformers {TRANSFORMERS_LINE} has no {framework.label} "

@@ -12,14 +12,17 @@ FRAMEWORK = Framework(
     # onnx and onnxscript: torch.onnx's exporter, which writes the model it runs (export.py).
     distributions=("onnxruntime", "onnx", "onnxscript"),
     # The PyTorch class whose ONNX export it runs (torch.onnx.export of transformers 4.57's
-    # model, the reference weights loaded). XLNet's export fails in torch 2.13's exporter
-    # ("Cannot find a compatible OpOverload for aten.sub", 2026-11-29).
+    # model, the reference weights loaded).
     model_classes=MappingProxyType({
         "bert": "BertModel",
         "distilbert": "DistilBertModel",
         "gpt2": "GPT2Model",
         "roberta": "RobertaModel",
         "xlm": "XLMModel",
+    }),
+    no_family=MappingProxyType({
+        "xlnet": "torch 2.13's ONNX exporter fails on transformers' XLNetModel (\"Cannot "
+                 "find a compatible OpOverload for aten.sub\", 2026-11-29)",
     }),
     # A runtime for trained models: it neither trains nor generates here.
     scenarios=("inference",),
@@ -33,6 +36,9 @@ FRAMEWORK = Framework(
                "execution provider only (the CUDA one is the onnxruntime-gpu package), and "
                "its GPU cells are unsupported with that reason",
     gpu_memory="none (no GPU cells)",
-    mixed_precision="none: every recipe runs the exported float32 graph (the backend says "
-                    "why a reduced precision is unsupported)",
+    mixed_precision="-fp16 converts the exported graph to float16 with ONNX Runtime's own "
+                    "converter (onnxruntime.transformers.float16: weights and operators in "
+                    "float16 but those it keeps in float32, with casts around them; float32 "
+                    "inputs and outputs); the ops listed are the converted graph's operators "
+                    "by the type of their outputs; it has no bfloat16",
 )

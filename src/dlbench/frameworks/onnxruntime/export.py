@@ -17,11 +17,15 @@ exporter's by 6e-7; 2026-11-29, torch 2.13).
 """
 
 import argparse
+import ctypes
 import fcntl
+import importlib.metadata
 import json
 import os
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -30,30 +34,42 @@ from dlbench.files.atomic import replacing, write_json_atomic
 OUTPUT = "last_hidden_state"
 INPUTS = ("input_ids", "attention_mask")
 # torch.onnx.export's other choices, as recorded beside the model.
-EXPORTER = "torch.onnx.export(dynamo=True, optimize=False)"
+EXPORTER = "torch.onnx.export(dynamo=True, optimize=False), opset of the exporter's default"
+# What makes the graph besides the weights: a new version of one exports it again.
+EXPORTING_PACKAGES = ("torch", "transformers", "onnx", "onnxscript")
+# Exports of random weights (no weights file: `dlbench run` without --weights), one per
+# model, seed and attention, reused by later processes as those beside the weights are.
+SCRATCH = Path(tempfile.gettempdir()) / "dlbench-onnx"
+_PR_SET_PDEATHSIG = 1  # prctl's option, from <linux/prctl.h>
 
 
-def exported(model: str, seed: int, weights: Path | None, attention: str, threads: int,
-             scratch: Path) -> tuple[Path, dict]:
+def exported(model: str, seed: int, weights: Path | None, attention: str, threads: int
+             ) -> tuple[Path, dict]:
     """The ONNX model of these weights (random from `seed` without a file) and how it was
-    made: beside the weights, exported now if it is missing or of other weights (`reused`:
-    it was there); without weights, exported into `scratch`."""
+    made (`reused`: an earlier process had made it): beside the weights, or in SCRATCH
+    without them; exported now if it is missing or was made from anything else (other
+    weights, model parameters, attention or exporting packages)."""
     if weights is None:
-        path = scratch / f"{model}-seed{seed}-{attention}.onnx"
+        path = SCRATCH / f"{model}-seed{seed}-{attention}.onnx"
     else:
         path = Path(weights).with_name(f"model-{attention}.onnx")
+    path.parent.mkdir(parents=True, exist_ok=True)
     about = path.with_suffix(".json")
-    source = _source(weights, model, seed)
+    source = _source(weights, model, seed, attention)
     with open(path.with_suffix(".lock"), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         made = json.loads(about.read_text()) if about.is_file() and path.is_file() else None
         reused = made is not None and made.get("source") == source
         if not reused:
+            for left in path.parent.glob(f".{path.name}.*.tmp"):  # of an export killed
+                left.unlink(missing_ok=True)
             command = [sys.executable, "-m", __name__, "--model", model, "--seed", str(seed),
                        "--attention", attention, "--threads", str(threads), "--out", str(path)]
             if weights is not None:
                 command += ["--weights", str(weights)]
-            run = subprocess.run(command, capture_output=True, text=True)
+            # It dies with its cell (a timeout kills the cell's process, not its children).
+            run = subprocess.run(command, capture_output=True, text=True,
+                                 preexec_fn=_die_with_parent)
             if run.returncode != 0:
                 raise RuntimeError(f"exporting {model} to ONNX failed ({' '.join(command)}):\n"
                                    f"{run.stderr[-3000:]}")
@@ -61,19 +77,36 @@ def exported(model: str, seed: int, weights: Path | None, attention: str, thread
     return path, {**made, "reused": reused}
 
 
-def _source(weights: Path | None, model: str, seed: int) -> dict:
-    """What the export was made from: the weights file as it is (its size and modification
-    time: a reference made again is another file), or the model and seed."""
-    if weights is None:
-        return {"model": model, "seed": seed}
-    stat = Path(weights).stat()
-    return {"weights": str(Path(weights).resolve()), "size": stat.st_size,
-            "mtime_ns": stat.st_mtime_ns}
+def _die_with_parent() -> None:
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _source(weights: Path | None, model: str, seed: int, attention: str) -> dict:
+    """What the export is made from: the weights file as it is (its size and modification
+    time: a reference made again is another file) or the seed, the model's parameters, the
+    attention, and the exporting packages' versions."""
+    from dlbench.catalogue.models import get_model
+
+    made_from = ({"seed": seed} if weights is None else
+                 {"weights": str(Path(weights).resolve()), "size": Path(weights).stat().st_size,
+                  "mtime_ns": Path(weights).stat().st_mtime_ns})
+    return {**made_from, "model": model, "params": dict(get_model(model).params),
+            "attention": attention, "exporter": EXPORTER,
+            "packages": {name: _version(name) for name in EXPORTING_PACKAGES}}
+
+
+def _version(distribution: str) -> str | None:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def export(model: str, seed: int, weights: Path | None, attention: str, threads: int,
            out: Path) -> None:
-    """In a PyTorch process: build the model as PyTorch's cells do and export it."""
+    """In a PyTorch process: build the model as PyTorch's cells do and export it (the
+    time recorded from the exporter's imports to the file written)."""
+    start = time.perf_counter()
     import torch
 
     from dlbench.catalogue import recipes
@@ -81,7 +114,6 @@ def export(model: str, seed: int, weights: Path | None, attention: str, threads:
     from dlbench.catalogue.models import get_model
     from dlbench.frameworks import load_backend, load_ops
 
-    start = time.perf_counter()
     ops = load_ops(load_backend(REFERENCE_FRAMEWORK, "cpu", threads, 1), "inference")
     eager = recipes.optimization("inference", "eager", REFERENCE_FRAMEWORK)
     built = ops.build(get_model(model), seed, eager, weights, attention=attention)
@@ -108,7 +140,7 @@ def export(model: str, seed: int, weights: Path | None, attention: str, threads:
     write_json_atomic(out.with_suffix(".json"), {
         "export_s": time.perf_counter() - start, "exporter": EXPORTER,
         "torch": torch.__version__, "attention": attention,
-        "source": _source(weights, model, seed), "bytes": out.stat().st_size})
+        "source": _source(weights, model, seed, attention), "bytes": out.stat().st_size})
 
 
 def main(argv: list[str] | None = None) -> int:

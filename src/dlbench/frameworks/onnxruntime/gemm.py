@@ -1,7 +1,8 @@
 """ONNX Runtime's matrix product for the machine's peak (dlbench.run.peak) and the noise
 probe: a graph of one MatMul node in a session of the cell's threads, the operator that
-the exported transformers' linear layers become (MatMul, then Add for the bias; the
-extended optimizations fuse them into MLAS's GEMM as well)."""
+the exported transformers' linear layers become (MatMul, then Add for the bias; in the
+extended optimizations the attention's scaled products become FusedMatMul), computed by
+MLAS on the CPU."""
 
 from collections.abc import Callable
 

@@ -9,9 +9,6 @@ The exported graph is transformers' PyTorch attention as the cell asks for it (e
 the explicit attention of every framework's default, the mask applied), traced with the
 mask as an input: every recipe does the same attention work."""
 
-import atexit
-import shutil
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,13 +22,20 @@ from dlbench.catalogue.recipes import Optimization
 from dlbench.frameworks.onnxruntime import export
 from dlbench.frameworks.onnxruntime.backend import PROVIDER, OnnxRuntimeBackend
 
+# Operators that move, view or create tensors without computing on them: left out of the
+# record of which operators computed in which type.
+_MOVEMENT = frozenset({"Cast", "CastLike", "Constant", "Identity", "Reshape", "Transpose",
+                       "Shape", "Slice", "Gather", "Concat", "Unsqueeze", "Squeeze", "Expand"})
+
 
 @dataclass(frozen=True)
 class Exported:
-    """A model as ONNX Runtime's cells hold it: the exported file, before any session."""
+    """A model as ONNX Runtime's cells hold it: the exported file, before any session, and
+    how it was made (export.exported's record)."""
 
     path: Path
     attention: str
+    made: dict
 
 
 class OnnxRuntimeInference:
@@ -39,8 +43,8 @@ class OnnxRuntimeInference:
 
     def __init__(self, backend: OnnxRuntimeBackend):
         self.backend = backend
-        self._export: dict = {}
-        self._scratch: Path | None = None  # exports of random weights (no reference)
+        self._export: dict = {}  # the cell's model's export, as its details record it
+        self._built = False  # this cell built its model (else a group's earlier cell did)
         self.recipes = {f"ort-{level}": self._session_step(level)
                         for level in ("disable", "basic", "extended", "all")}
 
@@ -50,18 +54,18 @@ class OnnxRuntimeInference:
         the seed (PyTorch's, as its cells build them)."""
         if weights is not None and not Path(weights).is_file():
             raise FileNotFoundError(f"weights file {weights} does not exist")
-        if weights is None and self._scratch is None:
-            # Removed when the process ends: a group's next cells reuse the model.
-            self._scratch = Path(tempfile.mkdtemp(prefix="dlbench-onnx-"))
-            atexit.register(shutil.rmtree, self._scratch, True)
-        path, self._export = export.exported(
-            spec.name, seed, weights, attention, self.backend.threads, self._scratch)
-        return Exported(path, attention)
+        path, made = export.exported(spec.name, seed, weights, attention,
+                                     self.backend.threads)
+        self._built = True
+        return Exported(path, attention, made)
 
     def _session_step(self, level: str) -> Callable:
         def apply(model: Exported, inputs: dict, optimization: Optimization):
-            session = ort.InferenceSession(str(model.path),
-                                           self.backend.session_options(level),
+            # A group's later cells reuse the export that its first one found or made.
+            self._export = {**model.made, "reused": model.made["reused"] or not self._built}
+            graph = (str(model.path) if optimization.precision.name == "fp32"
+                     else _float16(model.path).SerializeToString())
+            session = ort.InferenceSession(graph, self.backend.session_options(level),
                                            providers=[PROVIDER])
             return lambda: session.run([export.OUTPUT], inputs)[0]
 
@@ -79,7 +83,10 @@ class OnnxRuntimeInference:
         return np.asarray(output, dtype=np.float32)
 
     def attention(self, model: Exported) -> dict:
-        return {"implementation": model.attention, "mask_applied": True,
+        # torch.onnx writes SDPA out as its explicit operations, the mask applied: not the
+        # fused kernel that PyTorch's sdpa cells run (nor its skip of an all-ones mask).
+        name = "eager" if model.attention == "eager" else f"{model.attention}-exported"
+        return {"implementation": name, "mask_applied": True,
                 "implementation_of": "transformers (PyTorch classes), exported to ONNX"}
 
     def compilation(self) -> None:
@@ -87,8 +94,21 @@ class OnnxRuntimeInference:
 
     def precision_ops(self, model: Exported, inputs: dict, optimization: Optimization
                       ) -> dict:
-        """Never asked: the backend refuses every reduced precision (precision_problem)."""
-        raise NotImplementedError("ONNX Runtime runs the float32 graph only")
+        """Which operators compute in float16 and which stay float32 in the converted
+        graph (the converter keeps some in float32, with casts around them)."""
+        graph = onnx.shape_inference.infer_shapes(_float16(model.path)).graph
+        types = {value.name: value.type.tensor_type.elem_type
+                 for value in (*graph.value_info, *graph.input, *graph.output)}
+        seen: dict[int, set] = {onnx.TensorProto.FLOAT: set(), onnx.TensorProto.FLOAT16: set()}
+        for node in graph.node:
+            if node.op_type in _MOVEMENT:
+                continue
+            for output in node.output:
+                seen.get(types.get(output), set()).add(node.op_type)
+        return {"float32_ops": sorted(seen[onnx.TensorProto.FLOAT]),
+                "reduced_ops": sorted(seen[onnx.TensorProto.FLOAT16]),
+                "method": "the converted graph's operators by the type of their outputs "
+                          "(ONNX shape inference; casts, reshapes and constants left out)"}
 
     def release(self) -> None:
         """Nothing global to put back: each session is the cell's own."""
@@ -97,6 +117,14 @@ class OnnxRuntimeInference:
         return {"onnx": onnx.__version__,
                 **{f"onnx_{key}": value for key, value in self._export.items()
                    if key in ("export_s", "exporter", "reused", "bytes")}}
+
+
+def _float16(path: Path) -> "onnx.ModelProto":
+    """The exported float32 graph converted to float16 (ONNX Runtime's own converter: its
+    weights and operators, but those it keeps in float32; float32 inputs and outputs)."""
+    from onnxruntime.transformers.float16 import convert_float_to_float16
+
+    return convert_float_to_float16(onnx.load(str(path)), keep_io_types=True)
 
 
 def make_ops(backend: OnnxRuntimeBackend) -> OnnxRuntimeInference:

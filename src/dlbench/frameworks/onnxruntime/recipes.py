@@ -8,8 +8,9 @@ Python, so each is a compiled recipe."""
 
 from dlbench.catalogue.recipes import INFERENCE, Recipe
 
-# Declared in every precision of a CPU, so that a bf16 or fp16 cell says why it cannot run
-# (the backend's precision_problem) rather than that it does not exist.
+# The precisions of a CPU: -fp16 converts the exported graph to float16 (inference.py) where
+# the CPU has the units and the CPU execution provider a float16 MatMul; -bf16 says why it
+# cannot run (the backend's precision_problem) rather than that it does not exist.
 _PRECISIONS = ("fp32", "bf16", "fp16")
 
 # What each level did to tiny-bert's exported graph (78 nodes; onnxruntime 1.32,
