@@ -55,8 +55,10 @@ def tiny_config(measurement: dict | None = None, **changes) -> dict:
 # here `snakemake --version` took 10.0 s against 1.0 s while an old slurm.conf named a
 # controller that had gone. An empty SLURM configuration makes scontrol fail at once; the
 # SLURM test's commands get the real one (tool_env(slurm=True)).
-_USERS_SLURM_CONF = os.environ.get("SLURM_CONF")
-os.environ["SLURM_CONF"] = os.devnull
+if "DLBENCH_USERS_SLURM_CONF" not in os.environ:  # the first import: xdist's workers inherit
+    os.environ["DLBENCH_USERS_SLURM_CONF"] = os.environ.get("SLURM_CONF", "")
+    os.environ["SLURM_CONF"] = os.devnull
+_USERS_SLURM_CONF = os.environ["DLBENCH_USERS_SLURM_CONF"] or None
 
 
 def tool_env(slurm: bool = False, **extra: str) -> dict[str, str]:
@@ -67,6 +69,7 @@ def tool_env(slurm: bool = False, **extra: str) -> dict[str, str]:
                PYTHONPATH=str(REPO / "src"), **extra)
     if slurm:
         env.pop("SLURM_CONF")
+        env.pop("DLBENCH_USERS_SLURM_CONF")
         if _USERS_SLURM_CONF is not None:
             env["SLURM_CONF"] = _USERS_SLURM_CONF
     return env
@@ -342,7 +345,10 @@ def pytest_runtest_call(item):
 # Their time in a fresh clone's run on 2026-11-27, after that day's cuts (s): 224, 132, 47,
 # 73 | 218, 270, 209, 96, 121, 119, 105, 76, 130 (mostly waiting), 61, 61, 67 | 54, 36, 30,
 # 23, 13, 21, 20, 15, 16, 11, 11, 11, 9, 9, 8; the others (6 s or less) follow by name.
-ORDER = ("test_bottleneck", "test_measurement", "test_flags_under_load", "test_compare",
+# test_supervisor first: it forks in the worker, which must not have imported JAX yet (some
+# modules import it in-process; a fork of a process with JAX's threads can deadlock).
+ORDER = ("test_supervisor", "test_bottleneck", "test_measurement", "test_flags_under_load",
+         "test_compare",
          "test_faults", "test_grouping", "test_training", "test_optimizations",
          "test_onnxruntime",
          "test_fairness", "test_train_step_run", "test_generation", "test_pipelines",
