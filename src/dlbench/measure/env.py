@@ -37,7 +37,8 @@ def _ram_gib() -> float | None:
         return None
 
 
-def _version(package: str) -> str | None:
+def version(package: str) -> str | None:
+    """An installed distribution's version (None: not installed)."""
     try:
         return metadata.version(package)
     except metadata.PackageNotFoundError:
@@ -158,7 +159,7 @@ def fingerprint() -> dict:
         "gpus": gpus(),
         "python": platform.python_version(),
         "dlbench": __version__,
-        "libraries": {name: _version(name) for name in LIBRARIES},
+        "libraries": {name: version(name) for name in LIBRARIES},
         "packages_hash": packages_hash(),
         "git": git_state(),
     }

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from dlbench import REPO_ROOT, __version__
-from dlbench.measure.env import _version, git_state
+from dlbench.measure.env import git_state, version
 
 NAME = "provenance.json"
 # The files that pin the software, relative to the repository.
@@ -34,7 +34,7 @@ COMMAND = "snakemake --cores all --configfile config.yaml"
 def record(config: dict, configfiles: list[str]) -> dict:
     git = git_state()
     return {"config": config, "configfiles": list(configfiles), "command": COMMAND,
-            "dlbench": __version__, "snakemake": _version("snakemake"),
+            "dlbench": __version__, "snakemake": version("snakemake"),
             "git_commit": git["commit"], "git_dirty": git["dirty"], "pins_hash": pins_hash(),
             "pins": list(PINS)}
 

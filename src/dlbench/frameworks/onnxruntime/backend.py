@@ -100,15 +100,13 @@ class OnnxRuntimeBackend:
 
 def _matmul_problem(precision: str) -> str | None:
     """Why the CPU execution provider cannot load a MatMul in `precision` (None: it can)."""
-    from onnx import TensorProto, helper
+    from onnx import TensorProto
+
+    from dlbench.frameworks.onnxruntime.gemm import matmul_graph
 
     kind = {"bf16": TensorProto.BFLOAT16, "fp16": TensorProto.FLOAT16}[precision]
-    values = [helper.make_tensor_value_info(name, kind, [2, 2]) for name in "abc"]
-    graph = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["c"])], "matmul",
-                              values[:2], values[2:])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     try:
-        ort.InferenceSession(model.SerializeToString(), providers=[PROVIDER])
+        ort.InferenceSession(matmul_graph(kind, 2), providers=[PROVIDER])
     except Exception as exc:  # onnxruntime's own exception types are not exported
         return str(exc).split(" : ")[-1].strip()
     return None

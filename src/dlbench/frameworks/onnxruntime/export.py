@@ -19,7 +19,6 @@ exporter's by 6e-7; 2026-11-29, torch 2.13).
 import argparse
 import ctypes
 import fcntl
-import importlib.metadata
 import json
 import os
 import signal
@@ -30,6 +29,7 @@ import time
 from pathlib import Path
 
 from dlbench.files.atomic import replacing, write_json_atomic
+from dlbench.measure import env
 
 OUTPUT = "last_hidden_state"
 INPUTS = ("input_ids", "attention_mask")
@@ -92,14 +92,7 @@ def _source(weights: Path | None, model: str, seed: int, attention: str) -> dict
                   "mtime_ns": Path(weights).stat().st_mtime_ns})
     return {**made_from, "model": model, "params": dict(get_model(model).params),
             "attention": attention, "exporter": EXPORTER,
-            "packages": {name: _version(name) for name in EXPORTING_PACKAGES}}
-
-
-def _version(distribution: str) -> str | None:
-    try:
-        return importlib.metadata.version(distribution)
-    except importlib.metadata.PackageNotFoundError:
-        return None
+            "packages": {name: env.version(name) for name in EXPORTING_PACKAGES}}
 
 
 def export(model: str, seed: int, weights: Path | None, attention: str, threads: int,

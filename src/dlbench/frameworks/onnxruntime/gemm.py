@@ -26,12 +26,17 @@ def product(backend, library: str, precision: str, n: int) -> Callable[[], objec
     if precision not in _TYPES:
         raise ValueError(f"ONNX Runtime's CPU MatMul has no {precision} kernel")
     kind, dtype = _TYPES[precision]
-    inputs = [helper.make_tensor_value_info(name, kind, [n, n]) for name in "ab"]
-    graph = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["c"])], "matmul",
-                              inputs, [helper.make_tensor_value_info("c", kind, [n, n])])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    session = ort.InferenceSession(model.SerializeToString(), backend.session_options(),
+    session = ort.InferenceSession(matmul_graph(kind, n), backend.session_options(),
                                    providers=["CPUExecutionProvider"])
     generator = np.random.default_rng(0)
     feeds = {name: generator.standard_normal((n, n)).astype(dtype) for name in "ab"}
     return lambda: session.run(None, feeds)
+
+
+def matmul_graph(kind: int, n: int) -> bytes:
+    """A serialized ONNX model of one n×n MatMul, in the TensorProto element type `kind`."""
+    values = [helper.make_tensor_value_info(name, kind, [n, n]) for name in "abc"]
+    graph = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["c"])], "matmul",
+                              values[:2], values[2:])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]
+                             ).SerializeToString()
