@@ -199,7 +199,41 @@ def test_the_accuracy_match_compares_every_pair():
     assert [c for c in table if c.endswith("accuracy")] == [
         "PyTorch accuracy", "TensorFlow accuracy", "JAX accuracy"]
     assert table.loc[0, "JAX accuracy"] == "70.0% (1 seed)"
-    assert trained_cells(*off, test_images=10_000)["wrong_answer"].all()  # every side
+    # The mismatch names JAX: PyTorch and TensorFlow agree without it and stay right.
+    assert mismatch.loc[0, "differs"] == ["jax"]
+    assert table.loc[0, "verdict"] == "✗ mismatch: JAX differs"
+    cells = trained_cells(*off, test_images=10_000).set_index("framework")
+    assert cells["accuracy_verdict"].to_dict() == {
+        "pytorch": "match", "tensorflow": "match", "jax": "mismatch"}
+    assert cells["wrong_answer"].to_dict() == {
+        "pytorch": False, "tensorflow": False, "jax": True}
+    assert cells.loc[["pytorch", "tensorflow"], "checked"].all()
+
+
+def test_a_mismatch_that_cannot_tell_which_framework_differs_names_both():
+    """Two frameworks apart, nothing to side with: both named. Three, only one pair beyond
+    the noise (PyTorch 80%, TensorFlow 76%, JAX 72%, a tolerance of 5 points: each within
+    it of the next): PyTorch or JAX could be the one off, so both are named and
+    TensorFlow, which mismatches neither, keeps its verdict. Three all apart: all named."""
+    apart = (("pytorch", "eager", 0.80, None), ("jax", "jit", 0.70, None))
+    two = training.accuracy_match(trained_cells(*apart, test_images=10_000))
+    assert two.loc[0, "differs"] == ["pytorch", "jax"]
+    assert training.match_table(two).loc[0, "verdict"] == \
+        "✗ mismatch: PyTorch and JAX disagree"
+    assert trained_cells(*apart, test_images=10_000)["wrong_answer"].all()
+
+    chain = (("pytorch", "eager", 0.80, None), ("tensorflow", "graph", 0.76, None),
+             ("jax", "jit", 0.72, None))
+    cells = trained_cells(*chain, test_images=10_000, tolerance=0.05).set_index("framework")
+    match = training.accuracy_match(cells.reset_index()).iloc[0]
+    assert match["verdict"] == "mismatch" and match["differs"] == ["pytorch", "jax"]
+    assert cells["accuracy_verdict"].to_dict() == {
+        "pytorch": "mismatch", "tensorflow": "match", "jax": "mismatch"}
+
+    spread = (("pytorch", "eager", 0.90, None), ("tensorflow", "graph", 0.80, None),
+              ("jax", "jit", 0.70, None))
+    all_apart = training.accuracy_match(trained_cells(*spread, test_images=10_000))
+    assert all_apart.loc[0, "differs"] == ["pytorch", "tensorflow", "jax"]
 
 
 def test_the_gpu_and_mixed_precision_prose_lists_every_registered_framework(monkeypatch):

@@ -423,7 +423,7 @@ def test_training_through_the_workflow_to_the_report(tmp_path, measured_once):
 # -- the analysis: accuracy match --------------------------------------------------------------
 
 
-def trained_cells(*rows, test_images: int = 250) -> pd.DataFrame:
+def trained_cells(*rows, test_images: int = 250, tolerance: float = 0.02) -> pd.DataFrame:
     """Synthetic training rows: (framework, optimization, final accuracy, seeds' accuracies
     or None for one seed[, median ms]), tested on `test_images` images."""
     from dlbench.analysis.summary import derive
@@ -434,7 +434,7 @@ def trained_cells(*rows, test_images: int = 250) -> pd.DataFrame:
         "optimizer": "sgd", "optimization": opt, "status": "ok", "reason": None,
         "median_ms": ms[0] if ms else 100.0, "samples_per_s": 640.0,
         "training_learning_rate": 0.01, "training_epochs": 10,
-        "training_accuracy_tolerance": 0.02, "training_test_images": test_images,
+        "training_accuracy_tolerance": tolerance, "training_test_images": test_images,
         "training_final_accuracy": acc, "training_final_accuracies": seeds,
         "training_seed": 0, "training_seeds": None if seeds is None else list(range(len(seeds))),
         "training_time_to_accuracy_s": None, "breakdown_input_wait_share": 0.1,
@@ -492,7 +492,7 @@ def test_a_difference_inside_the_binomial_tolerance_is_undecided_and_beyond_it_m
     assert table.loc[0, "PyTorch accuracy"] == "80.0% (1 seed)"
     assert table.loc[0, "tolerance (configured)"] == "2.0%"
     assert table.loc[0, "tolerance (99%)"] == f"{large.loc[0, 'statistical']:.1%}"
-    assert table.loc[0, "verdict"] == "✗ mismatch"
+    assert table.loc[0, "verdict"] == "✗ mismatch: PyTorch and TensorFlow disagree"
 
 
 def test_one_seed_a_side_can_mismatch_and_the_cells_count_as_wrong_answers():

@@ -28,9 +28,13 @@ see such a difference — within the configured tolerance a match, beyond it a m
 where the noise is wider, a difference beyond the noise is a mismatch all the same (one
 seed a side can tell), and one inside it is *undecided* — not a match: the cells could
 differ by more than the configured tolerance and no test of this size would show it. A
-group is as good as its worst pair. A mismatched cell is counted like a wrong answer in
-inference (`correctness_within_tolerance` false, set by `correctness`): its speed does not
-count; an undecided one is not checked (None).
+group is as good as its worst pair. A mismatch accuses the fewest frameworks whose removal
+leaves two or more that no longer mismatch, where one such set exists and is outnumbered by
+the rest (three frameworks, one off: that one); else every framework of a mismatched pair
+(two sides cannot tell which of them differs). A framework not accused keeps the verdict
+of its pairs with the others not accused. A mismatched cell is counted like a wrong answer
+in inference (`correctness_within_tolerance` false, set by `correctness`): its speed does
+not count; an undecided one is not checked (None).
 """
 
 from itertools import combinations
@@ -128,13 +132,49 @@ def _pair(a: dict, b: dict, configured: float, models: tuple[float, int],
             "seeds": min(a["seeds"], b["seeds"])}
 
 
+def _worst(verdicts) -> str:
+    return max(verdicts, key=_SEVERITY.__getitem__)
+
+
+def _accused(names: list[str], verdicts: dict[tuple[str, str], str]) -> set[str]:
+    """The frameworks a mismatch accuses (module docstring): none without a mismatch; the
+    one smallest set whose removal leaves two frameworks or more — more than it removes —
+    with no mismatched pair among them; else every framework of a mismatched pair."""
+    mismatched = [pair for pair, verdict in verdicts.items() if verdict == MISMATCH]
+    if not mismatched:
+        return set()
+    for size in range(1, len(names)):
+        if len(names) - size <= size:
+            break
+        found = [set(removed) for removed in combinations(names, size)
+                 if not any(a not in removed and b not in removed for a, b in mismatched)]
+        if len(found) == 1:
+            return found[0]
+        if found:  # as few ways to agree as to disagree: no framework stands out
+            break
+    return {fw for pair in mismatched for fw in pair}
+
+
+def _verdict_of(fw: str, accused: set[str], pairs: dict[tuple[str, str], dict]) -> str:
+    """A framework's verdict: mismatch if accused; else the worst of its pairs with the
+    frameworks not accused (where every other is accused — two of three disagree and
+    nothing tells which —, of all its pairs: none of them is a mismatch)."""
+    if fw in accused:
+        return MISMATCH
+    mine = {pair: p["verdict"] for pair, p in pairs.items() if fw in pair}
+    kept = [v for pair, v in mine.items() if not accused & set(pair)]
+    return _worst(kept or mine.values())
+
+
 def accuracy_match(trained: pd.DataFrame) -> pd.DataFrame:
     """One row per group of cells that should reach the same accuracy (GROUP, precision
-    included): each framework's mean final accuracy and its seeds, and every pair of
-    frameworks compared; the group's verdict is its worst pair's (a mismatch, else not
-    established, else undecided, else a match), and the difference, the configured and
+    included): each framework's mean final accuracy, its seeds and its verdict, and every
+    pair of frameworks compared; the group's verdict is its worst pair's (a mismatch, else
+    not established, else undecided, else a match), and the difference, the configured and
     statistical tolerance and the fewer seeds of its two sides are that pair's (of the pairs
-    with the worst verdict, the widest apart)."""
+    with the worst verdict, the widest apart). `differs`: the frameworks a mismatch accuses
+    (a list; empty without one). A framework's verdict: mismatch if accused, else the worst
+    of its pairs with the frameworks not accused."""
     rows = []
     for key, group in trained.groupby(GROUP, sort=True):
         sides = {fw: _side(g) for fw, g in group.groupby("framework")}
@@ -144,15 +184,17 @@ def accuracy_match(trained: pd.DataFrame) -> pd.DataFrame:
         configured = float(group["training_accuracy_tolerance"].max())
         models = _models_variance(list(sides.values()))
         compared = list(combinations(names, 2))
-        pairs = [_pair(sides[a], sides[b], configured, models, len(compared))
-                 for a, b in compared]
-        worst = max(pairs, key=lambda p: (_SEVERITY[p["verdict"]], p["difference"]))
+        pairs = {(a, b): _pair(sides[a], sides[b], configured, models, len(compared))
+                 for a, b in compared}
+        worst = max(pairs.values(), key=lambda p: (_SEVERITY[p["verdict"]], p["difference"]))
+        accused = _accused(names, {pair: p["verdict"] for pair, p in pairs.items()})
         row = dict(zip(GROUP, key, strict=True))
         row.update({f"{fw} accuracy": sides[fw]["accuracy"] for fw in names})
         row.update({f"{fw} seeds": sides[fw]["seeds"] for fw in names})
+        row.update({f"{fw} verdict": _verdict_of(fw, accused, pairs) for fw in names})
         row.update(difference=worst["difference"], configured=configured,
                    statistical=worst["statistical"], verdict=worst["verdict"],
-                   seeds=worst["seeds"])
+                   seeds=worst["seeds"], differs=[fw for fw in names if fw in accused])
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -162,13 +204,17 @@ def match_table(match: pd.DataFrame) -> pd.DataFrame:
     def percent(v):
         return "—" if v is None or pd.isna(v) else f"{v:.1%}"
 
-    def verdict(v, seeds):
+    def verdict(v, seeds, differs):
         if v == MISMATCH:
-            return f"✗ {v}"
+            names = [framework_name(fw) for fw in differs]
+            if len(names) == 1:
+                return f"✗ {v}: {names[0]} differs"
+            return f"✗ {v}: {', '.join(names[:-1])} and {names[-1]} disagree"
         return f"{v}: {seeds} seed{'s' if seeds > 1 else ''}" if v == UNDECIDED else v
 
     table = match.rename(columns={"training_learning_rate": "learning rate",
                                   "training_epochs": "epochs"})
+    table = table.drop(columns=[c for c in table if c.endswith(" verdict")])
     table["learning rate"] = table["learning rate"].map(lambda v: f"{v:g}")
     table["epochs"] = table["epochs"].astype(int)
     for column in [c for c in table if c.endswith(" accuracy")]:
@@ -179,16 +225,17 @@ def match_table(match: pd.DataFrame) -> pd.DataFrame:
         table = table.rename(columns={column: f"{framework_name(framework)} accuracy"})
     for column in ("difference", "configured", "statistical"):
         table[column] = table[column].map(percent)
-    table["verdict"] = [verdict(v, k) for v, k in
-                        zip(table["verdict"], table.pop("seeds"), strict=True)]
+    table["verdict"] = [verdict(v, k, d) for v, k, d in
+                        zip(table["verdict"], table.pop("seeds"), table.pop("differs"),
+                            strict=True)]
     return table.rename(columns={"configured": "tolerance (configured)",
                                  "statistical": f"tolerance ({CONFIDENCE:.0%})"})
 
 
 def verdicts(frame: pd.DataFrame) -> pd.Series:
-    """Per cell of `frame` (any scenario): the accuracy verdict of its group (match,
-    mismatch, undecided, not established), or None for a cell that was not compared (not a trained
-    training cell, or no other framework in its group)."""
+    """Per cell of `frame` (any scenario): its framework's accuracy verdict in its group
+    (match, mismatch, undecided, not established: `accuracy_match`), or None for a cell that
+    was not compared (not a trained training cell, or no other framework in its group)."""
     result = pd.Series(None, index=frame.index, dtype=object)
     needed = {"training_final_accuracy", "training_accuracy_tolerance", *GROUP}
     if not needed <= set(frame):
@@ -198,8 +245,13 @@ def verdicts(frame: pd.DataFrame) -> pd.Series:
     match = accuracy_match(trained) if len(trained) else pd.DataFrame()
     if match.empty:
         return result
-    by_key = dict(zip(match[GROUP].apply(tuple, axis=1), match["verdict"], strict=True))
-    keys = trained[GROUP].apply(tuple, axis=1)
+    by_key = {}
+    for _, row in match.iterrows():
+        key = tuple(row[column] for column in GROUP)
+        for column in match:
+            if column.endswith(" verdict") and isinstance(row[column], str):
+                by_key[(*key, column.removesuffix(" verdict"))] = row[column]
+    keys = trained[[*GROUP, "framework"]].apply(tuple, axis=1)
     result.loc[trained.index] = keys.map(by_key)
     return result.where(result.notna(), None)
 

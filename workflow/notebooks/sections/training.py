@@ -41,9 +41,11 @@ say("# Training: the same CNN, trained from image files")
 # and the difference within it; a difference beyond both is a **mismatch**; one inside
 # noise wider than the configured tolerance is **undecided** — not the same, not
 # different: too few seeds or test images to tell.
-# With more than two frameworks, every pair must agree. A **mismatch** counts as a wrong
-# answer in inference: flagged ✗, its speed is left out of the answer, the speed-ups and the
-# efficiency averages.
+# With more than two frameworks, every pair is compared. A **mismatch** names the framework
+# that differs where the others agree without it (three frameworks, one off: that one; the
+# others keep their verdict); two that disagree, with nothing to tell which is off, are both
+# named. A named framework's cells count as wrong answers, as in inference: flagged ✗, their
+# speed is left out of the answer, the speed-ups and the efficiency averages.
 
 # %%
 if trained.empty:
@@ -58,7 +60,8 @@ else:
              left=["model", "dataset", "optimizer", "verdict"])
         counts = match["verdict"].value_counts()
         say(f"{counts.get('match', 0)} of {len(match)} groups match. "
-            + (f"{counts.get('mismatch')} mismatch: their cells' speed does not count. "
+            + (f"{counts.get('mismatch')} mismatch: the named frameworks' cells' speed does "
+               "not count. "
                if counts.get("mismatch") else "")
             + (f"{counts.get('undecided')} undecided: their noise (the 99% tolerance) is "
                "wider than the configured tolerance, so a difference that matters would not "
