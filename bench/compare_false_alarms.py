@@ -2,10 +2,12 @@
 significantly different.
 
     PYTHONPATH=src .venv/bin/python bench/compare_false_alarms.py measure DIR --pairs 20
+        [--model distilbert-base-uncased --seqlen 32]
     PYTHONPATH=src .venv/bin/python bench/compare_false_alarms.py count DIR
 
-`measure` runs one small cell (PyTorch tiny-bert, batch 1, 16 tokens, eager; the
-workflow's default measurement settings) 2 × PAIRS times, each a fresh `dlbench run`, one
+`measure` runs one cell (PyTorch, batch 1, eager, the workflow's default measurement
+settings; tiny-bert at 16 tokens unless --model and --seqlen say otherwise: `count` reads
+the cell from the runs) 2 × PAIRS times, each a fresh `dlbench run`, one
 after the other: a stream of runs of identical code, kept under DIR (pair i is runs 2i and
 2i + 1). `count` groups that stream three ways and feeds every group to `dlbench compare`
 (the CLI of the dlbench on PYTHONPATH, so that two versions count the same runs):
@@ -38,7 +40,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))
 from cells import label  # noqa: E402
 
-CELL = ("pytorch", "tiny-bert", 1, 16, "eager")
+FRAMEWORK, BATCH, OPTIMIZATION = "pytorch", 1, "eager"
 SIGNIFICANT = ("regression", "improvement")
 
 
@@ -49,21 +51,20 @@ def measurement_args() -> list[str]:
     return settings.to_args(settings.defaults())
 
 
-def run_once(out: Path) -> None:
-    framework, model, batch, seqlen, optimization = CELL
-    subprocess.run([sys.executable, "-m", "dlbench", "run", f"--framework={framework}",
-                    f"--model={model}", "--device=cpu", f"--batch={batch}",
-                    f"--seqlen={seqlen}", f"--optimization={optimization}",
+def run_once(out: Path, model: str, seqlen: int) -> None:
+    subprocess.run([sys.executable, "-m", "dlbench", "run", f"--framework={FRAMEWORK}",
+                    f"--model={model}", "--device=cpu", f"--batch={BATCH}",
+                    f"--seqlen={seqlen}", f"--optimization={OPTIMIZATION}",
                     *measurement_args(), f"--out={out / 'runs' / 'cell.json'}"],
                    check=True, capture_output=True, text=True)
 
 
-def measure(folder: Path, pairs: int) -> None:
+def measure(folder: Path, pairs: int, model: str, seqlen: int) -> None:
     start = len(list(folder.glob("r1_pair*")))
     for i in range(start, start + pairs):
         pair = folder / f"r1_pair{i:03d}"
         for side in ("a", "b"):
-            run_once(pair / side)
+            run_once(pair / side, model, seqlen)
         print(f"measured {pair.name}", flush=True)
 
 
@@ -151,8 +152,12 @@ def report(title: str, rows: list[tuple[str, dict]], planted: float = 0.0) -> No
 
 
 def count(folder: Path, processes: list[int], plants: list[float]) -> None:
+    from dlbench.records import result
+
     files = stream(folder)
-    print(f"{label(*CELL)}: {len(files)} runs of identical code, one after the other")
+    params = result.read(files[0])["params"]
+    cell = label(FRAMEWORK, params["model"], BATCH, params["seqlen"], OPTIMIZATION)
+    print(f"{cell}: {len(files)} runs of identical code, one after the other")
     for planted in plants:
         for k in processes:
             for interleaved in ([False] if k == 1 else [False, True]):
@@ -175,6 +180,8 @@ def main() -> None:
     parser.add_argument("action", choices=["measure", "count"])
     parser.add_argument("folder", type=Path)
     parser.add_argument("--pairs", type=int, default=20)
+    parser.add_argument("--model", default="tiny-bert", help="measure: the cell's model")
+    parser.add_argument("--seqlen", type=int, default=16, help="measure: its length")
     parser.add_argument("--processes", type=int, nargs="+", default=[1, 2, 4],
                         help="count: the processes (or rounds) a side of each grouping")
     parser.add_argument("--plant", type=float, nargs="+", default=[0.0],
@@ -182,7 +189,7 @@ def main() -> None:
                              "false alarms; 0.05: 5%% slower)")
     args = parser.parse_args()
     if args.action == "measure":
-        measure(args.folder, args.pairs)
+        measure(args.folder, args.pairs, args.model, args.seqlen)
     count(args.folder, args.processes, args.plant)
 
 
