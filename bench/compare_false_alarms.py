@@ -34,6 +34,7 @@ import csv
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -151,7 +152,16 @@ def report(title: str, rows: list[tuple[str, dict]], planted: float = 0.0) -> No
           flush=True)
 
 
-def count(folder: Path, processes: list[int], plants: list[float]) -> None:
+def compared(a: list[Path], b: list[Path], marker: dict | None, planted: float) -> dict:
+    """One comparison: the baseline's runs against the new side's, made `planted` slower."""
+    with tempfile.TemporaryDirectory() as tmp:
+        sides = [side_folder(runs, Path(tmp) / name, marker and {**marker, "side": name},
+                             factor)
+                 for name, runs, factor in (("baseline", a, 1.0), ("new", b, 1.0 + planted))]
+        return compare_pair(*sides)
+
+
+def count(folder: Path, processes: list[int], plants: list[float], jobs: int) -> None:
     from dlbench.records import result
 
     files = stream(folder)
@@ -161,15 +171,11 @@ def count(folder: Path, processes: list[int], plants: list[float]) -> None:
     for planted in plants:
         for k in processes:
             for interleaved in ([False] if k == 1 else [False, True]):
-                rows = []
-                for i, (a, b) in enumerate(groups(files, k, interleaved)):
-                    marker = {"run": f"bench{k}_{i}", "rounds": k} if interleaved else None
-                    with tempfile.TemporaryDirectory() as tmp:
-                        sides = [side_folder(runs, Path(tmp) / name,
-                                             marker and {**marker, "side": name}, factor)
-                                 for name, runs, factor in (("baseline", a, 1.0),
-                                                            ("new", b, 1.0 + planted))]
-                        rows.append((f"{i:03d}", compare_pair(*sides)))
+                with ThreadPoolExecutor(jobs) as pool:  # each comparison a process
+                    found = [pool.submit(compared, a, b, {"run": f"bench{k}_{i}", "rounds": k}
+                                         if interleaved else None, planted)
+                             for i, (a, b) in enumerate(groups(files, k, interleaved))]
+                    rows = [(f"{i:03d}", each.result()) for i, each in enumerate(found)]
                 how = ("interleaved rounds" if interleaved
                        else "processes a side, one after the other")
                 report(f"{k} {how}", rows, planted)
@@ -187,10 +193,13 @@ def main() -> None:
     parser.add_argument("--plant", type=float, nargs="+", default=[0.0],
                         help="count: slowdowns planted in the new side (0: none, the "
                              "false alarms; 0.05: 5%% slower)")
+    parser.add_argument("--jobs", type=int, default=2,
+                        help="count: comparisons run at once (after measuring: the machine "
+                             "is free)")
     args = parser.parse_args()
     if args.action == "measure":
         measure(args.folder, args.pairs, args.model, args.seqlen)
-    count(args.folder, args.processes, args.plant)
+    count(args.folder, args.processes, args.plant, args.jobs)
 
 
 if __name__ == "__main__":
