@@ -9,20 +9,22 @@
    cells spent in timed loops and that share (dlbench.records.measuring, what every run
    prints at its end), per scenario; the per-cell fixed cost per framework (process or
    cell start to first timed iteration, without the cold first call, where compilation
-   and tracing land). `default`: config/config.yaml as it is (the README's main job);
-   `slice`: a per_group slice of the 2019 preset (config/presets/hf2019.yaml: BERT base,
-   batch 1 and 2, lengths 8 to 128, PyTorch eager and TorchScript, TensorFlow graph, in
-   one round), the shape of a large matrix. Targets (issue 38): 60% for the default, 85%
-   for the slice.
+   and tracing land); the wall by the workflow's rules (where the rest goes).
+   `default`: config/config.yaml as it is (the README's main job); `slice`: a per_group
+   slice of the 2019 preset (config/presets/hf2019.yaml: BERT base, batch 1 and 2,
+   lengths 8 to 128, PyTorch eager and TorchScript, TensorFlow graph, in one round), the
+   shape of a large matrix. Targets (issue 38): 60% for the default, 85% for the slice.
 """
 
 import argparse
 import glob
+import re
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 
 import pandas as pd
@@ -83,8 +85,39 @@ def matrix(name: str) -> pd.DataFrame:
         if (mine & ~first).any():
             line += f", later cells {fixed[mine & ~first].median():.2f}"
         print(line)
+    print("  the wall by the workflow's rules (jobs, their wall time in s; Snakemake's log):")
+    for rule, (jobs, seconds) in sorted(rule_walls(workdir).items(), key=lambda r: -r[1][1]):
+        print(f"    {rule:22} {jobs:3} jobs {seconds:6.0f} s")
     print(f"  results in {workdir}")
     return summary
+
+
+def rule_walls(workdir: Path) -> dict[str, tuple[int, float]]:
+    """Per rule of a finished run (its measuring jobs per scenario, all rounds together):
+    its jobs and their summed wall time, from the start and finish stamps of Snakemake's
+    log (to the second; jobs that overlapped count each)."""
+    from dlbench.scenarios import registry
+
+    scenarios = registry.scenarios()
+    stamp = re.compile(r"\[(\w{3} \w{3} +\d+ [\d:]+ \d{4})\]$")
+    started, jobs, now, job = {}, {}, None, None
+    log = max((workdir / ".snakemake" / "log").glob("*.snakemake.log"))
+    for line in log.read_text().splitlines():
+        if match := stamp.match(line.strip()):
+            now = datetime.strptime(match.group(1), "%a %b %d %H:%M:%S %Y")
+        elif match := re.match(r"\s*(?:local)?rule (\w+):", line):
+            job = {"rule": match.group(1), "start": now}
+        elif job and (match := re.match(r"\s*jobid: (\d+)", line)):
+            started[match.group(1)] = job
+        elif job and job["rule"].startswith("measure") and \
+                (match := re.match(r"\s*wildcards: .*(?:cell|head)=(\w+)", line)):
+            first = match.group(1).split("_")[0]  # a cell id starts with its scenario's
+            job["rule"] = f"measuring {first if first in scenarios else 'inference'}"
+        elif (match := re.match(r"Finished jobid: (\d+)", line)) and match.group(1) in started:
+            done = started.pop(match.group(1))
+            count, seconds = jobs.get(done["rule"], (0, 0.0))
+            jobs[done["rule"]] = (count + 1, seconds + (now - done["start"]).total_seconds())
+    return jobs
 
 
 def main() -> None:
