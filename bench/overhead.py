@@ -87,7 +87,10 @@ def matrix(name: str) -> pd.DataFrame:
         print(line)
     print("  the wall by the workflow's rules (jobs, their wall time in s; Snakemake's log):")
     for rule, (jobs, seconds) in sorted(rule_walls(workdir).items(), key=lambda r: -r[1][1]):
-        print(f"    {rule:22} {jobs:3} jobs {seconds:6.0f} s")
+        loops = found["by_scenario"].get(rule.removeprefix("measuring "), {}).get("measuring_s")
+        share = f", {loops:.0f} s of it in timed loops ({loops / seconds:.0%})" \
+            if loops and seconds else ""
+        print(f"    {rule:22} {jobs:3} jobs {seconds:6.0f} s{share}")
     print(f"  results in {workdir}")
     return summary
 
