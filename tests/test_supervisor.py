@@ -2,12 +2,14 @@
 in order, a crash or a hang costs only its job, memory is guarded over the whole process
 tree, SIGTERM stops the run without losing finished jobs, and handlers are restored."""
 
+import atexit
 import faulthandler
 import json
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -36,8 +38,14 @@ def work(jobs: list[str], paths: list[Path], start: float, repeat: int) -> None:
                             "b = bytes([1]) * (600 << 20); import time; time.sleep(60)"])
         if kind == "sleep":
             time.sleep(float(job.split(":")[1]))
+        if kind == "temp":  # as TensorFlow's autograph: a module file, removed only at exit
+            with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as module:
+                atexit.register(os.remove, module.name)
+            if job.endswith(":hang"):
+                time.sleep(60)
         path.write_text(json.dumps({"job": job, "status": "ok", "pid": os.getpid(),
-                                    "started": start, "repeat": repeat}))
+                                    "started": start, "repeat": repeat,
+                                    "tempdir": tempfile.gettempdir()}))
 
 
 def run(tmp_path, jobs, limits=LIMITS, repeats=1):
@@ -53,6 +61,22 @@ def test_records_in_order_from_one_child(tmp_path):
     assert len(first) == len(second) == 1 and first != second  # one fresh child per repeat
     assert [records["a"][r]["repeat"] for r in (0, 1)] == [0, 1]
     assert not list(tmp_path.iterdir())  # the child's files are gone
+
+
+def test_the_childs_temporary_files_go_with_it(tmp_path, monkeypatch):
+    """A measuring process ends without the interpreter's teardown, so what its libraries
+    remove at exit (TensorFlow's autograph modules) would stay: its temporary files go to a
+    folder of its own in the shared one, which the supervisor removes when the child ends —
+    done or killed."""
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    monkeypatch.setenv("TMPDIR", str(shared))
+    records, failures = run(tmp_path, ["temp", "temp:hang"],
+                            Limits(timeout_s=1, memory_mb=4096, sample_hz=100))
+    own = Path(records["temp"][0]["tempdir"])
+    assert own.parent == shared and own.name.startswith("dlbench-process-")
+    assert failures["temp:hang"].reason.startswith("timed out")
+    assert list(shared.iterdir()) == []  # both children's folders, and their files, gone
 
 
 @pytest.mark.parametrize(("bad", "reason"), [
@@ -162,7 +186,9 @@ def test_the_child_dies_with_a_killed_supervisor(tmp_path):
 
     code = ("import sys, time; from pathlib import Path; from tests.test_supervisor import run;"
             f" run(Path({str(tmp_path)!r}), ['hang'])")
-    supervisor = subprocess.Popen([sys.executable, "-c", code], cwd=Path(__file__).parents[1])
+    # Killed, it cannot remove its child's temporary folder: make it in tmp_path.
+    supervisor = subprocess.Popen([sys.executable, "-c", code], cwd=Path(__file__).parents[1],
+                                  env={**os.environ, "TMPDIR": str(tmp_path)})
     deadline = time.monotonic() + 30
     while not (children := psutil.Process(supervisor.pid).children()) \
             and time.monotonic() < deadline:

@@ -7,7 +7,8 @@ The package is built in layers: every folder or module directly under dlbench/ b
 one layer of LAYERS, listed from the bottom up, and imports only from its own layer, the
 layers below it and this module, beneath them all (tests/test_layout.py keeps it so,
 imports inside functions included). From the bottom: `files` names every path the
-workflow reads or writes and writes a file atomically, needing nothing; the `catalogue`
+workflow reads or writes, writes a file atomically and keeps temporary files, needing
+nothing; the `catalogue`
 declares once what a cell can be made of — the frameworks (each one's declaration, read
 from its folder's light `about` and `recipes` modules, and the registry), the axes,
 precisions, recipes, optimizers and models — which every layer above asks instead of

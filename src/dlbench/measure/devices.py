@@ -3,10 +3,11 @@
 import contextlib
 import fcntl
 import os
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+
+from dlbench.files import scratch
 
 
 def gpu_problem() -> str | None:
@@ -34,7 +35,7 @@ def exclusive(device: str) -> Iterator[float]:
     Whatever --cores or --jobs allow, no two timing cells of one device overlap on a host.
     flock blocks without spinning and is released by the kernel if the process dies.
     """
-    lock_dir = Path(os.environ.get("DLBENCH_LOCK_DIR", tempfile.gettempdir()))
+    lock_dir = Path(os.environ.get("DLBENCH_LOCK_DIR") or scratch.shared())
     lock_dir.mkdir(parents=True, exist_ok=True)
     with open(lock_dir / f"dlbench-{device}.lock", "a") as handle:
         start = time.perf_counter()

@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 import psutil
 
-from dlbench.files import atomic
+from dlbench.files import atomic, scratch
 from dlbench.measure.sampler import GpuSampler, ProcessSampler
 from dlbench.records import result
 from dlbench.run import scheduler
@@ -112,10 +112,13 @@ def run_child(jobs: list, work: Work, record_path: Callable[[Hashable], Path], l
     """The records of the jobs one child finished, in order, and the failure of the job
     after them if the child could not go on."""
     paths = [_child_path(record_path(job)) for job in jobs]
+    # Its temporary files in a folder of its own, removed below: it ends with os._exit,
+    # so what its libraries would remove at exit stays (dlbench.files.scratch).
+    temporary = scratch.private()
     # Not daemonic: the child must be able to start processes of its own (input-pipeline
     # workers, compile workers). The supervisor kills or joins it on every path.
     child = multiprocessing.get_context("fork").Process(
-        target=_child_main, args=(work, jobs, paths, start, repeat))
+        target=_child_main, args=(work, jobs, paths, start, repeat, temporary))
     child.start()
     # The CPU and machine counters at the guard's rate (10 Hz), memory at sample_hz.
     sampler = ProcessSampler(child.pid, load_every=_guard_every(limits))
@@ -135,6 +138,7 @@ def run_child(jobs: list, work: Work, record_path: Callable[[Hashable], Path], l
         if gpu:
             gpu.close()
         profiles = watch.close() if watch else {}
+        scratch.remove(temporary)
     done = []
     for index, path in enumerate(paths):
         if not path.exists():
@@ -153,10 +157,12 @@ def run_child(jobs: list, work: Work, record_path: Callable[[Hashable], Path], l
     return done, failure
 
 
-def _child_main(work: Work, jobs: list, paths: list[Path], start: float, repeat: int) -> None:
+def _child_main(work: Work, jobs: list, paths: list[Path], start: float, repeat: int,
+                temporary: Path) -> None:
     # The child dies with the supervisor (a job SIGKILLed, by hand or by the scheduler): an
     # orphan would measure on unwatched, holding the device lock it inherited.
     _die_with_parent()
+    scratch.use(temporary)
     # Ctrl-C reaches the whole process group; the supervisor alone handles it, so that
     # the child's death is never mistaken for a crash of the job.
     signal.signal(signal.SIGINT, signal.SIG_IGN)

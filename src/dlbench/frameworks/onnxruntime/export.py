@@ -24,10 +24,10 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
+from dlbench.files import scratch
 from dlbench.files.atomic import replacing, write_json_atomic
 from dlbench.measure import env
 
@@ -39,7 +39,7 @@ EXPORTER = "torch.onnx.export(dynamo=True, optimize=False), opset of the exporte
 EXPORTING_PACKAGES = ("torch", "transformers", "onnx", "onnxscript")
 # Exports of random weights (no weights file: `dlbench run` without --weights), one per
 # model, seed and attention, reused by later processes as those beside the weights are.
-SCRATCH = Path(tempfile.gettempdir()) / "dlbench-onnx"
+SCRATCH = scratch.shared() / "dlbench-onnx"
 _PR_SET_PDEATHSIG = 1  # prctl's option, from <linux/prctl.h>
 
 
