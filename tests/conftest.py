@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -108,15 +109,21 @@ def headless_chrome(binary: str):
     options = webdriver.ChromeOptions()
     options.binary_location = binary
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # console messages
+    # Its profile in a folder removed after it (left to itself, Chromium leaves an
+    # org.chromium.Chromium.* folder in /tmp per browser).
+    profile = tempfile.TemporaryDirectory(prefix="dlbench-chromium-")
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update",
-                 "--window-size=1400,1000"):
+                 "--window-size=1400,1000", f"--user-data-dir={profile.name}"):
         options.add_argument(flag)
-    driver = webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
     try:
-        yield driver
+        driver = webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
+        try:
+            yield driver
+        finally:
+            driver.quit()
     finally:
-        driver.quit()
+        profile.cleanup()
 
 
 PROFILE = ["--workflow-profile", str(REPO / "workflow" / "profiles" / "default")]
