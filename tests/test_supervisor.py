@@ -70,7 +70,7 @@ def test_the_childs_temporary_files_go_with_it(tmp_path, monkeypatch):
     done or killed."""
     shared = tmp_path / "tmp"
     shared.mkdir()
-    monkeypatch.setenv("TMPDIR", str(shared))
+    monkeypatch.setattr(tempfile, "tempdir", str(shared))  # this process's temporary folder
     records, failures = run(tmp_path, ["temp", "temp:hang"],
                             Limits(timeout_s=1, memory_mb=4096, sample_hz=100))
     own = Path(records["temp"][0]["tempdir"])

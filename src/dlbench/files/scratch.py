@@ -8,21 +8,18 @@ device locks, ONNX exports of random weights made once per machine — goes to t
 temporary folder instead.
 """
 
-import os
 import shutil
 import tempfile
 from pathlib import Path
 
 PREFIX = "dlbench-process-"
+_shared: Path | None = None  # the shared folder, once `use` has pointed tempfile elsewhere
 
 
 def shared() -> Path:
-    """The machine's temporary folder as every process sees it (TMPDIR, TEMP or TMP, else
-    /tmp), whatever this process's `tempfile` was pointed at."""
-    for name in ("TMPDIR", "TEMP", "TMP"):
-        if os.environ.get(name):
-            return Path(os.environ[name])
-    return Path("/tmp")
+    """The machine's temporary folder as every process sees it (Python's choice: TMPDIR,
+    TEMP or TMP if usable, else /tmp, …), also in a process whose own files `use` moved."""
+    return _shared or Path(tempfile.gettempdir())
 
 
 def private() -> Path:
@@ -33,6 +30,8 @@ def private() -> Path:
 def use(folder: Path) -> None:
     """This process's temporary files go to `folder` from now on (Python's tempfile; its
     environment, which programs it starts would inherit, is left as it is)."""
+    global _shared
+    _shared = shared()
     tempfile.tempdir = str(folder)
 
 
