@@ -54,15 +54,24 @@ def test_every_library_is_measured_and_the_best_is_the_named_peak(tmp_path):
         assert lib["busy"] is (at_best["cores_used"] < 0.9)  # 1 thread
         assert lib["arithmetic"]["tf32"] is False and lib["dtype"] == "float32"
         figures[key] = lib["gflops"]
-    best = max(figures, key=figures.get)
+    # A library that did not get its cores (the other test worker beside it) is listed but
+    # is no ceiling: the peak is the best of the others, as is each framework's own product.
+    busy = {key for key, lib in record["libraries"].items() if lib["busy"]}
+    assert record["busy_libraries"] == [key for key in record["libraries"] if key in busy]
+    trusted = {key: gflops for key, gflops in figures.items() if key not in busy}
+    if not trusted:  # every library ran busy: no ceiling, and the record says so
+        assert record["status"] == "busy" and "no trustworthy ceiling" in record["reason"]
+        return
+    best = max(trusted, key=trusted.get)
     assert (record["status"], record["library"], record["gflops"]) == ("ok", best, figures[best])
     assert f"by {best} " in line and f"{figures[best]:.1f}" in line
     # Each framework's own product: its default library.
     assert record["framework_gemm"] == {
         framework.name: {"library": default.key, "gflops": figures[default.key]}
         for framework in frameworks.declarations()
-        for default in framework.gemm_libraries if default.default}
-    assert record["framework_gemm"]["pytorch"]["library"] == "torch-linear"
+        for default in framework.gemm_libraries if default.default and default.key not in busy}
+    if "torch-linear" not in busy:
+        assert record["framework_gemm"]["pytorch"]["library"] == "torch-linear"
     assert record["environment"]["hardware_fingerprint"]
     assert record["theoretical"]["label"] in ("at the maximum clock", "at the nominal clock",
                                               "unknown")
