@@ -57,6 +57,35 @@ print(made, os.path.isdir(during), os.environ.get("TORCHINDUCTOR_CACHE_DIR") == 
     assert python(code) == "True False False /mine"
 
 
+def test_inductors_instruction_set_probe_is_made_once_per_machine(tmp_path):
+    """The probe of the vector instruction sets (a program compiled per set, 7-10 s on 2
+    cores) goes to a folder kept in the temporary folder, not to the cell's fresh cache: a
+    second process's compile cell finds it there and compiles none of it again."""
+    code = """
+import os, time, torch
+from pathlib import Path
+from dlbench.frameworks import load_backend, load_ops
+from dlbench.catalogue.recipes import optimizations; OPTIMIZATIONS = optimizations("inference")
+from dlbench.scenarios.inference import prepare
+ops = load_ops(load_backend("pytorch", "cpu", 1, 1), "inference")
+prepare(ops, torch.nn.ReLU(), {"input": torch.ones(4)}, OPTIMIZATIONS["compile"])
+cell = Path(os.environ["TORCHINDUCTOR_CACHE_DIR"])
+probes = {p: p.stat().st_mtime_ns for p in (Path(os.environ["TMPDIR"])
+          / "dlbench-inductor-isa-probes").rglob("*.so")}
+ops.release()
+print(len(probes), sorted(map(str, probes)), sum(probes.values()), len(list(cell.rglob("*.so"))))
+"""
+    env = tool_env(TMPDIR=str(tmp_path))
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           timeout=300, env=env) for _ in range(2)]
+    for run in runs:
+        assert run.returncode == 0, run.stderr[-3000:]
+    first, second = (run.stdout.strip().splitlines()[-1] for run in runs)
+    assert int(first.split()[0]) >= 1  # AVX2 at least, on any x86 machine this runs on
+    assert first == second  # the same programs, not compiled again
+    assert first.endswith(" 0")  # none in the cell's own cache
+
+
 def test_dlbench_never_flips_the_umask():
     """Reading the umask by setting it changes it for every thread meanwhile: dlbench reads
     it from /proc instead, when it writes a file."""

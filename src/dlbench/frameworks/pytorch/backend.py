@@ -13,8 +13,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # weights come from a local file o
 
 import torch  # noqa: E402
 
+from dlbench.files import scratch  # noqa: E402
 from dlbench.frameworks import cpu_precision_problem, gpu_precision_problem  # noqa: E402
 from dlbench.measure import compile_cache  # noqa: E402
+
+# Inductor's probe of the vector instruction sets: one folder per machine, kept.
+ISA_PROBES = "dlbench-inductor-isa-probes"
 
 
 class PyTorchBackend:
@@ -143,6 +147,7 @@ class InductorCaches:
         self._saved: dict[str, str | None] = {}
 
     def fresh(self) -> None:
+        _probe_vector_isas()
         kept = compile_cache.folder("pytorch")
         if kept is not None:
             folder = str(kept)
@@ -167,6 +172,27 @@ class InductorCaches:
             else:
                 os.environ[name] = value
         self._saved.clear()
+
+
+def _probe_vector_isas() -> None:
+    """Inductor finds which vector instruction sets (AVX2, AVX-512, AMX, …) the C++ compiler
+    can build for by compiling a test program per set into its cache: 7-10 s of a tiny
+    model's 15-19 s cold compilation on 2 cores (2026-11-29), machine detection rather than
+    the model's compilation. A user pays it once per machine (Inductor's default cache is
+    kept); a fresh cache per cell paid it in every cell. So the probe's programs go to one
+    folder kept in the shared temporary folder, before the cell's own cache is set; the
+    process keeps the answer in memory for its later cells (Inductor caches it)."""
+    from torch._inductor import cpu_vec_isa
+
+    saved = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(scratch.shared() / ISA_PROBES)
+    try:
+        cpu_vec_isa.valid_vec_isa_list()
+    finally:
+        if saved is None:
+            os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
+        else:
+            os.environ["TORCHINDUCTOR_CACHE_DIR"] = saved
 
 
 def make_backend(device: str, threads: int, interop_threads: int) -> PyTorchBackend:
