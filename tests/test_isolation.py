@@ -64,7 +64,7 @@ def test_inductors_instruction_set_probe_is_made_once_per_machine():
     machine's folder, as the suite's other compile cells use it: a private one cost this
     test 16 s more.)"""
     code = """
-import os, tempfile, torch
+import getpass, os, tempfile, torch
 from pathlib import Path
 from dlbench.frameworks import load_backend, load_ops
 from dlbench.catalogue.recipes import optimizations; OPTIMIZATIONS = optimizations("inference")
@@ -73,7 +73,7 @@ ops = load_ops(load_backend("pytorch", "cpu", 1, 1), "inference")
 prepare(ops, torch.nn.ReLU(), {"input": torch.ones(4)}, OPTIMIZATIONS["compile"])
 cell = Path(os.environ["TORCHINDUCTOR_CACHE_DIR"])
 probes = {p: p.stat().st_mtime_ns for p in (Path(tempfile.gettempdir())
-          / "dlbench-inductor-isa-probes").rglob("*.so")}
+          / f"dlbench-inductor-isa-probes-{getpass.getuser()}").rglob("*.so")}
 ops.release()
 print(len(probes), sorted(map(str, probes)), sum(probes.values()), len(list(cell.rglob("*.so"))))
 """

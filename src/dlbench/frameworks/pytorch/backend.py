@@ -2,6 +2,7 @@
 timing, memory peaks, out-of-memory detection, versions). Scenario operations are in the
 modules beside this one."""
 
+import getpass
 import os
 import re
 import shutil
@@ -17,7 +18,8 @@ from dlbench.files import scratch  # noqa: E402
 from dlbench.frameworks import cpu_precision_problem, gpu_precision_problem  # noqa: E402
 from dlbench.measure import compile_cache  # noqa: E402
 
-# Inductor's probe of the vector instruction sets: one folder per machine, kept.
+# Inductor's probe of the vector instruction sets: one folder per machine and user, kept
+# (as Inductor's own default cache, /tmp/torchinductor_<user>).
 ISA_PROBES = "dlbench-inductor-isa-probes"
 
 
@@ -181,13 +183,17 @@ def _probe_vector_isas() -> None:
     the model's compilation. A user pays it once per machine (Inductor's default cache is
     kept); a fresh cache per cell paid it in every cell. So the probe's programs go to one
     folder kept in the shared temporary folder, before the cell's own cache is set; the
-    process keeps the answer in memory for its later cells (Inductor caches it)."""
+    process keeps the answer in memory for its later cells (Inductor caches it). Where that
+    folder cannot be written, the cell's compilation probes in its own cache, as before."""
     from torch._inductor import cpu_vec_isa
 
     saved = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(scratch.shared() / ISA_PROBES)
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(
+        scratch.shared() / f"{ISA_PROBES}-{getpass.getuser()}")
     try:
         cpu_vec_isa.valid_vec_isa_list()
+    except OSError:
+        pass  # probed again in the cell's cache, at its first compilation
     finally:
         if saved is None:
             os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
