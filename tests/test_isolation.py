@@ -2,6 +2,7 @@
 Keras mixed-precision policy, environment variables (the Inductor cache), and nothing
 global is touched when dlbench is imported."""
 
+import json
 import subprocess
 import sys
 
@@ -59,32 +60,32 @@ print(made, os.path.isdir(during), os.environ.get("TORCHINDUCTOR_CACHE_DIR") == 
 
 def test_inductors_instruction_set_probe_is_made_once_per_machine():
     """The probe of the vector instruction sets (a program compiled per set, 7-10 s on 2
-    cores) goes to a folder kept in the temporary folder, not to the cell's fresh cache: a
-    second process's compile cell finds it there and compiles none of it again. (The
-    machine's folder, as the suite's other compile cells use it: a private one cost this
-    test 16 s more.)"""
+    cores) goes to a folder kept in the temporary folder, not to a compile cell's fresh
+    cache: the cell's cache holds only its own kernels, and a second process finds the
+    probe's programs and compiles none of them again. (The machine's folder, as the suite's
+    other compile cells use it: a private one cost this test 16 s more.)"""
     code = """
-import getpass, os, tempfile, torch
+import json, os, torch
 from pathlib import Path
-from dlbench.frameworks import load_backend, load_ops
-from dlbench.catalogue.recipes import optimizations; OPTIMIZATIONS = optimizations("inference")
-from dlbench.scenarios.inference import prepare
-ops = load_ops(load_backend("pytorch", "cpu", 1, 1), "inference")
-prepare(ops, torch.nn.ReLU(), {"input": torch.ones(4)}, OPTIMIZATIONS["compile"])
-cell = Path(os.environ["TORCHINDUCTOR_CACHE_DIR"])
-probes = {p: p.stat().st_mtime_ns for p in (Path(tempfile.gettempdir())
-          / f"dlbench-inductor-isa-probes-{getpass.getuser()}").rglob("*.so")}
-ops.release()
-print(len(probes), sorted(map(str, probes)), sum(probes.values()), len(list(cell.rglob("*.so"))))
+from dlbench.frameworks.pytorch.backend import InductorCaches, isa_probe_folder
+caches = InductorCaches()
+caches.fresh()
+torch.compile(torch.nn.ReLU())(-torch.ones(4))  # compiles a kernel into the cell's cache
+probes = {p.name: p.stat().st_mtime_ns for p in isa_probe_folder().rglob("*.so")}
+own = {p.name for p in Path(os.environ["TORCHINDUCTOR_CACHE_DIR"]).rglob("*.so")}
+caches.release()
+print(json.dumps({"probes": probes, "own": sorted(own)}))
 """
     runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            timeout=300, env=tool_env()) for _ in range(2)]
     for run in runs:
         assert run.returncode == 0, run.stderr[-3000:]
-    first, second = (run.stdout.strip().splitlines()[-1] for run in runs)
-    assert int(first.split()[0]) >= 1  # AVX2 at least, on any x86 machine this runs on
-    assert first == second  # the same programs, not compiled again
-    assert first.endswith(" 0")  # none in the cell's own cache
+    first, second = (json.loads(run.stdout.strip().splitlines()[-1]) for run in runs)
+    assert first["probes"]  # AVX2 at least, on any x86 machine this runs on
+    assert second["probes"] == first["probes"]  # the same programs, not compiled again
+    for run in (first, second):
+        assert run["own"]  # the cell compiled its kernel …
+        assert not set(run["own"]) & set(run["probes"])  # … and no probe of its own
 
 
 def test_dlbench_never_flips_the_umask():

@@ -2,11 +2,11 @@
 timing, memory peaks, out-of-memory detection, versions). Scenario operations are in the
 modules beside this one."""
 
-import getpass
 import os
 import re
 import shutil
 import tempfile
+from pathlib import Path
 
 # transformers 4.x imports TensorFlow too when it finds it: seconds and ~500 MB per cell.
 os.environ.setdefault("USE_TF", "0")
@@ -17,10 +17,6 @@ import torch  # noqa: E402
 from dlbench.files import scratch  # noqa: E402
 from dlbench.frameworks import cpu_precision_problem, gpu_precision_problem  # noqa: E402
 from dlbench.measure import compile_cache  # noqa: E402
-
-# Inductor's probe of the vector instruction sets: one folder per machine and user, kept
-# (as Inductor's own default cache, /tmp/torchinductor_<user>).
-ISA_PROBES = "dlbench-inductor-isa-probes"
 
 
 class PyTorchBackend:
@@ -176,6 +172,13 @@ class InductorCaches:
         self._saved.clear()
 
 
+def isa_probe_folder() -> Path:
+    """Where Inductor's probe of the vector instruction sets is kept: one folder per machine
+    and user (as Inductor's own default cache, /tmp/torchinductor_<user>), by uid, which
+    needs no user database."""
+    return scratch.shared() / f"dlbench-inductor-isa-probes-{os.getuid()}"
+
+
 def _probe_vector_isas() -> None:
     """Inductor finds which vector instruction sets (AVX2, AVX-512, AMX, …) the C++ compiler
     can build for by compiling a test program per set into its cache: 7-10 s of a tiny
@@ -188,8 +191,7 @@ def _probe_vector_isas() -> None:
     from torch._inductor import cpu_vec_isa
 
     saved = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(
-        scratch.shared() / f"{ISA_PROBES}-{getpass.getuser()}")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(isa_probe_folder())
     try:
         cpu_vec_isa.valid_vec_isa_list()
     except OSError:
