@@ -24,7 +24,9 @@ writes, in the schema the scenarios compose; `run` measures the plan's cells in
 supervised processes and writes their records; the `analysis` derives tables, flags and
 plots from the records' summary; the `report` renders the analysis; and on top the entry
 points compose them all: the `dlbench` command (cli.py, __main__.py), the reference rules'
-command (reference.py) and the workflow's handler of a failed run (recovery.py).
+command (reference.py), the workflow's handler of a failed run (recovery.py) and the warm
+parent that forks `dlbench run` jobs from a process that has imported their framework
+(warm.py).
 """
 
 from pathlib import Path
@@ -46,7 +48,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("run",),
     ("analysis",),
     ("report",),
-    ("cli", "__main__", "reference", "recovery"),
+    ("cli", "__main__", "reference", "recovery", "warm"),
 )
 
 # The package is used from its repository (editable install or PYTHONPATH=src): the

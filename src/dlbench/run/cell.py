@@ -18,6 +18,10 @@ from dlbench.records import result
 from dlbench.records.record import new_record
 from dlbench.run import profiler
 
+# In a job forked by a warm parent (dlbench.warm): the parent's pid, its import seconds and
+# how many jobs it had started before this one, recorded with every cell of the job.
+WARM_PARENT: dict | None = None
+
 
 def measure_cells(tasks: list, paths: list[Path], start: float, repeat: int,
                   settings: dict) -> None:
@@ -32,7 +36,8 @@ def measure_cells(tasks: list, paths: list[Path], start: float, repeat: int,
     for position, (task, path) in enumerate(zip(tasks, paths, strict=True)):
         record = new_record(task.cell, task.settings(settings), started=start)
         record["process"] = {"cells": len(tasks), "position": position,
-                             "compile_cache": compile_cache.state()}
+                             "compile_cache": compile_cache.state(),
+                             "warm_parent": WARM_PARENT}
         # Under a profiler (the supervisor's), tell it where the timed loop starts and ends.
         on_mark = partial(_signal_phase, path) if settings.get("profile") else None
         clock = PhaseClock(start, on_mark=on_mark)
