@@ -656,6 +656,18 @@ def test_startup_counts_only_the_first_cell_of_each_process():
     assert startup.startup(timed(frame(cell(status="error", reason="x")))) is None
 
 
+def test_startup_shows_what_a_warm_parents_import_cost_beside_what_its_jobs_paid():
+    rows = frame(
+        cell(median=1.0, imports_done_s=0.5, process_position=0,
+             process_warm_parent_imports_s=3.0),
+        cell(median=1.0, seqlen=2, imports_done_s=0.7, process_position=0,
+             process_warm_parent_imports_s=3.4),
+    )
+    row = startup.startup(timed(rows)).iloc[0]
+    assert (row["imports done (s)"], row[startup.PARENT_COLUMN]) == ("0.60", "3.20")
+    assert startup.PARENT_COLUMN not in startup.startup(timed(frame(cell(median=1.0))))
+
+
 # --- every framework against the fastest ------------------------------------------------------
 
 

@@ -16,7 +16,8 @@ how many jobs it had started before; dlbench.run.cell.WARM_PARENT in the job).
 
 A parent serves one framework, thread count, interpreter, dlbench source (files' sizes and
 times) and environment (but the variables that name a test or a shell's state): anything
-an import could read. It exits after IDLE_S without a job, and a stale one is never used.
+an import could read. It exits after IDLE_S without a job (DLBENCH_WARM_PARENT_IDLE_S),
+and a stale one is never used.
 The client forwards SIGTERM and SIGHUP to its job, and SIGINT to the job's process group
 (as a terminal's Ctrl-C reaches every process of a command); if the client dies, the parent
 stops the job with SIGTERM. Under SLURM (each job its own allocation and cgroup) and with
@@ -41,7 +42,9 @@ from pathlib import Path
 from dlbench.files import scratch
 from dlbench.run import cell
 
-IDLE_S = 60.0  # a parent without a job for this long exits
+# A parent without a job for this long exits: longer than the default run's turns of the
+# other frameworks between two jobs of one (up to ~2.5 min on 2 cores).
+IDLE_S = float(os.environ.get("DLBENCH_WARM_PARENT_IDLE_S", "180"))
 START_TIMEOUT_S = 120.0  # how long a client waits for a parent's imports
 # Variables that differ between the jobs of one run but that no import reads.
 VOLATILE = ("PYTEST_CURRENT_TEST", "PYTEST_XDIST_WORKER", "_", "SHLVL", "OLDPWD", "PWD")
@@ -118,8 +121,8 @@ def _connect_or_start(name: str, framework: str, threads: int) -> socket.socket 
     home = folder()
     try:
         home.mkdir(mode=0o700, exist_ok=True)
-        with open(home / f"{name}.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # one client starts the parent; others wait
+        with open(home / "lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # one client starts a parent; others wait
             return _connect(home / f"{name}.sock") or _start(home, name, framework, threads)
     except OSError:
         return None
@@ -188,6 +191,7 @@ def serve(argv: list[str], job: Callable[[list[str], float], int]) -> None:
         if not ready:  # idle: no new client can connect; take those already queued
             path.unlink(missing_ok=True)
             if not _ready([listener], 0):
+                path.with_suffix(".log").unlink(missing_ok=True)
                 return
             ready = [listener]
         for source in ready:

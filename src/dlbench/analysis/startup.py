@@ -10,6 +10,10 @@ PHASES = {
     "first_timed_iteration_s": "first timed iteration (s)",
     "cold_start_s": "cold call (s)",
 }
+# A job forked by a warm parent (dlbench.warm) found its framework imported: its marks show
+# what it paid, and this what the import cost the parent, once.
+WARM_PARENT = "process_warm_parent_imports_s"
+PARENT_COLUMN = "imported once by a warm parent (s)"
 
 
 def grouped(timed: pd.DataFrame) -> pd.Series:
@@ -34,6 +38,8 @@ def startup(timed: pd.DataFrame) -> pd.DataFrame | None:
     if fresh.empty or not present:
         return None
     table = fresh.groupby(["framework", "optimization"])[present].median()
+    if fresh.get(WARM_PARENT, pd.Series(dtype=float)).notna().any():
+        table[PARENT_COLUMN] = fresh.groupby(["framework", "optimization"])[WARM_PARENT].median()
     table.insert(0, "cells", fresh.groupby(["framework", "optimization"]).size())
     table = table.rename(columns=PHASES).reset_index()
     table["framework"] = table["framework"].map(framework_name)

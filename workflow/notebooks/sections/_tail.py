@@ -87,7 +87,9 @@ else:
 # and the first (cold) call, which includes compilation or tracing. The times below are seconds
 # since process start at each phase (medians over the cells with a timing), and the duration of
 # the cold call itself. Cells measured later in a group's process (`per_group`) paid no import
-# and found the framework set up, so only the first cell of each process counts here.
+# and found the framework set up, so only the first cell of each process counts here. A job
+# forked by a warm parent (config/README.md) found its framework imported: its columns show
+# what the job paid, the last one what the import cost its parent, once.
 
 # %%
 costs = startup(ok)
