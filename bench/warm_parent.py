@@ -3,7 +3,8 @@ themselves: what each `dlbench run` costs, and whether the cells measure alike.
 
     .venv/bin/python bench/warm_parent.py [--rounds N] [--framework NAME ...]
 
-For each framework, a BERT-base cell (b1 s16, its default inference recipe, a 1.5-s loop),
+For each framework (also those whose declaration keeps them cold: `no_warm_parent`), a
+BERT-base cell (b1 s16, its default inference recipe, a 1.5-s loop),
 cold (DLBENCH_WARM_PARENT=0) and warm taking turns, N rounds (the warm parent started
 before the first round: its import is paid once and reported apart). Per way: the
 command's wall time, the start-up marks (imports done, first timed iteration) and the
@@ -23,7 +24,7 @@ OPTIONS = ("--min-duration-s=1.5", "--min-iterations=6", "--target-ci=0")
 
 
 def one(framework: str, warm: bool) -> dict:
-    os.environ["DLBENCH_WARM_PARENT"] = "1" if warm else "0"
+    os.environ["DLBENCH_WARM_PARENT"] = "all" if warm else "0"  # declared off ones too
     start = time.perf_counter()
     record = run_cell(framework, "bert-base-uncased", 1, 16,
                       frameworks.get(framework).default_inference, *OPTIONS)

@@ -200,7 +200,8 @@ def _run(args: argparse.Namespace, argv: list[str], process_start: float) -> int
         {**settings.from_args(args), **scenario.settings_from_args(args, cells[0]),
          **({} if args.round is None else {"round": args.round})})
     if cell.WARM_PARENT is None:  # a parent that imported the framework forks the job
-        status = warm.delegate(args.framework, measurement["threads"], argv, process_start)
+        status = warm.delegate(args.framework, args.scenario, measurement["threads"], argv,
+                               process_start)
         if status is not None:
             return status
     if args.out is not None:

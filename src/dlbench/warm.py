@@ -2,10 +2,10 @@
 imported the framework, instead of importing it afresh (2-5 s of CPU a job on 2 cores:
 TensorFlow's import alone is ~4 s).
 
-The first `dlbench run` of a framework starts a parent (`python -m dlbench --warm-parent`) that
-imports the framework, its scenarios' operations and dlbench's own job code — imports only:
-no model, no thread pool started, no device or runtime touched (JAX and TensorFlow start
-theirs on first use) — and then waits on a Unix socket. Every `dlbench run` of that
+The first `dlbench run` of a framework and scenario starts a parent (`python -m dlbench
+--warm-parent`) that imports what the job's measuring process would — the framework, the
+scenario's operations — and dlbench's own job code; imports only: no model, no thread pool
+started, no device or runtime touched. Then it waits on a Unix socket. Every `dlbench run` of that
 framework (this one included) sends it its command line, working folder, environment,
 umask and standard streams; the parent forks a fresh child that runs the job as the command
 would have, and reports its exit status back. So every job is still a fresh process of its
@@ -14,7 +14,7 @@ it shares with earlier jobs is the state of imported modules, as a process forke
 imports. The job's records say so (`process.warm_parent`: the parent's import seconds and
 how many jobs it had started before; dlbench.run.cell.WARM_PARENT in the job).
 
-A parent serves one framework, thread count, interpreter, dlbench source (files' sizes and
+A parent serves one framework, scenario, thread count, interpreter, dlbench source (files' sizes and
 times) and environment (but the variables that name a test or a shell's state): anything
 an import could read. It exits after IDLE_S without a job (DLBENCH_WARM_PARENT_IDLE_S),
 and a stale one is never used.
@@ -22,7 +22,9 @@ The client forwards SIGTERM and SIGHUP to its job, and SIGINT to the job's proce
 (as a terminal's Ctrl-C reaches every process of a command); if the client dies, the parent
 stops the job with SIGTERM. Under SLURM (each job its own allocation and cgroup) and with
 DLBENCH_WARM_PARENT=0 every job imports for itself, as does a job whose parent cannot be
-started or reached.
+started or reached, and every job of a framework whose declaration says why not
+(`no_warm_parent`: TensorFlow's and JAX's cells measured 10% slower when forked so, not yet
+explained; PyTorch's alike, 1.002).
 """
 
 import fcntl
@@ -39,6 +41,7 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
+from dlbench.catalogue import frameworks
 from dlbench.files import scratch
 from dlbench.run import cell
 
@@ -48,14 +51,18 @@ IDLE_S = float(os.environ.get("DLBENCH_WARM_PARENT_IDLE_S", "180"))
 START_TIMEOUT_S = 120.0  # how long a client waits for a parent's imports
 # Variables that differ between the jobs of one run but that no import reads.
 VOLATILE = ("PYTEST_CURRENT_TEST", "PYTEST_XDIST_WORKER", "_", "SHLVL", "OLDPWD", "PWD")
-SERVE = "--warm-parent"  # `python -m dlbench --warm-parent SOCKET FRAMEWORK THREADS`
+SERVE = "--warm-parent"  # `python -m dlbench --warm-parent SOCKET FRAMEWORK SCENARIO THREADS`
 SWITCH = "DLBENCH_WARM_PARENT"  # "0": every job imports for itself
 _FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 _MESSAGE = 1 << 20
 
 
-def enabled() -> bool:
-    return os.environ.get(SWITCH, "1") != "0" and "SLURM_JOB_ID" not in os.environ
+def enabled(framework: str) -> bool:
+    """Whether jobs of `framework` go to a warm parent: its declaration allows it (measured
+    alike: bench/warm_parent.py), not under SLURM, not switched off."""
+    switch = os.environ.get(SWITCH, "1")  # "all": those declared otherwise too (to measure)
+    return (switch != "0" and "SLURM_JOB_ID" not in os.environ
+            and (frameworks.get(framework).no_warm_parent is None or switch == "all"))
 
 
 def folder() -> Path:
@@ -63,27 +70,29 @@ def folder() -> Path:
     return scratch.shared() / f"dlbench-warm-parents-{os.getuid()}"
 
 
-def identity(framework: str, threads: int) -> str:
+def identity(framework: str, scenario: str, threads: int) -> str:
     """What a parent's imports depend on, hashed: a client uses only a parent of its own."""
     package = Path(__file__).resolve().parent
     sources = sorted((str(p.relative_to(package)), p.stat().st_mtime_ns, p.stat().st_size)
                      for p in package.rglob("*.py"))
     environment = {k: v for k, v in os.environ.items() if k not in VOLATILE}
-    described = json.dumps([framework, threads, sys.executable, sys.path, str(package),
+    described = json.dumps([framework, scenario, threads, sys.executable, sys.path, str(package),
                             sources, environment], sort_keys=True)
     return f"{framework}-{hashlib.sha256(described.encode()).hexdigest()[:16]}"
 
 
 # --- the client: `dlbench run` ---------------------------------------------------------
 
-def delegate(framework: str, threads: int, argv: list[str], process_start: float) -> int | None:
+def delegate(framework: str, scenario: str, threads: int, argv: list[str],
+             process_start: float) -> int | None:
     """Run the job `argv` in a child of the framework's warm parent; its exit status, or
     None where no parent could take it (the caller then runs the job itself)."""
-    if not enabled() or cell.WARM_PARENT is not None:
+    if not enabled(framework) or cell.WARM_PARENT is not None:
         return None
-    name = identity(framework, threads)
+    kind = [framework, scenario, str(threads)]
+    name = identity(framework, scenario, threads)
     for _ in range(2):  # a parent that was just exiting (idle) took the job but not run it
-        connection = _connect_or_start(name, framework, threads)
+        connection = _connect_or_start(name, kind)
         if connection is None:
             return None
         with connection:
@@ -117,13 +126,13 @@ def _wait(connection: socket.socket) -> int:
     return json.loads(reply)["exit"]
 
 
-def _connect_or_start(name: str, framework: str, threads: int) -> socket.socket | None:
+def _connect_or_start(name: str, kind: list[str]) -> socket.socket | None:
     home = folder()
     try:
         home.mkdir(mode=0o700, exist_ok=True)
         with open(home / "lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # one client starts a parent; others wait
-            return _connect(home / f"{name}.sock") or _start(home, name, framework, threads)
+            return _connect(home / f"{name}.sock") or _start(home, name, kind)
     except OSError:
         return None
 
@@ -138,12 +147,12 @@ def _connect(path: Path) -> socket.socket | None:
         return None
 
 
-def _start(home: Path, name: str, framework: str, threads: int) -> socket.socket | None:
+def _start(home: Path, name: str, kind: list[str]) -> socket.socket | None:
     path = home / f"{name}.sock"
     path.unlink(missing_ok=True)  # a parent that died without removing it
     with open(home / f"{name}.log", "w") as log:
         parent = subprocess.Popen(
-            [sys.executable, "-m", "dlbench", SERVE, str(path), framework, str(threads)],
+            [sys.executable, "-m", "dlbench", SERVE, str(path), *kind],
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True, env=os.environ.copy())
     deadline = time.monotonic() + START_TIMEOUT_S
@@ -167,12 +176,12 @@ def _umask() -> int:
 # --- the parent ------------------------------------------------------------------------
 
 def serve(argv: list[str], job: Callable[[list[str], float], int]) -> None:
-    """`argv`: the socket's path, the framework and its threads. Import the framework, then
-    fork a child per job sent to the socket, which runs `job(command line, its start)` (the
-    `dlbench` command: dlbench.cli.main), until idle."""
-    path, framework, threads = Path(argv[0]), argv[1], int(argv[2])
+    """`argv`: the socket's path, the framework, the scenario and the threads. Import the
+    framework, then fork a child per job sent to the socket, which runs `job(command line,
+    its start)` (the `dlbench` command: dlbench.cli.main), until idle."""
+    path, framework, scenario, threads = Path(argv[0]), argv[1], argv[2], int(argv[3])
     started = time.time()
-    _import(framework, threads)
+    _import(framework, scenario, threads)
     imports_s = round(time.time() - started, 3)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     staging = path.with_suffix(f".{os.getpid()}")
@@ -260,25 +269,21 @@ def _reap(jobs: dict, orphans: set) -> None:
         connection.close()
 
 
-def _import(framework: str, threads: int) -> None:
-    """What every job of the framework imports, before any of its work starts."""
+def _import(framework: str, scenario: str, threads: int) -> None:
+    """What a job's measuring process imports before its first cell (dlbench.run.cell), and
+    dlbench's job code: no more, so that a job's heap is a cold job's (a parent that also
+    imported the other scenarios' modules and model classes slowed JAX's eager BERT by 9-13%:
+    more objects for every garbage collection to walk)."""
     import importlib
 
     import dlbench.run.job  # noqa: F401
-    from dlbench import scenarios
-    from dlbench.catalogue import frameworks
     from dlbench.frameworks import import_ops
     from dlbench.measure import env
 
     env.set_thread_variables(threads)  # the thread pools read them when they load
     frameworks.leave_out_unused_imports(framework)
     importlib.import_module(f"dlbench.frameworks.{framework}.backend")
-    for scenario in scenarios.scenarios():
-        import_ops(framework, scenario)
-    transformers = sys.modules.get("transformers")  # lazy: a model class imports its module
-    if transformers is not None:
-        for name in frameworks.get(framework).model_classes.values():
-            getattr(transformers, name, None)
+    import_ops(framework, scenario)
 
 
 def _job(job: Callable[[list[str], float], int], request: dict, parent: dict, fds: list[int],
@@ -301,7 +306,11 @@ def _job(job: Callable[[list[str], float], int], request: dict, parent: dict, fd
             os.close(fd)
         os.chdir(request["cwd"])
         os.umask(request["umask"])
-        os.environ.clear()
+        # The client's environment, as the parent's imports left it (they set variables that
+        # the framework reads later, e.g. TensorFlow's XLA cache folder): the two differ only
+        # in the VOLATILE variables, as the parent's identity says.
+        for name in VOLATILE:
+            os.environ.pop(name, None)
         os.environ.update(request["env"])
         sys.argv = [request["argv0"], *request["argv"]]
         code = job(request["argv"], request["process_start"])

@@ -53,6 +53,9 @@ class Framework:
     no_fp16: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     # Why its input pipelines cannot pin host memory (None: they can).
     no_pinned_memory: str | None = None
+    # Why its jobs import it themselves rather than being forked by a warm parent that
+    # imported it once (dlbench.warm; None: they are forked), e.g. cells measured slower so.
+    no_warm_parent: str | None = None
     # Per device, the lowest measurement protocol of its inference cells: 2 where dlbench
     # after v1 measures it differently from v1 (absent: the recipe's protocol).
     inference_protocol: Mapping[str, int] = field(

@@ -41,4 +41,5 @@ FRAMEWORK = Framework(
                     "float16 but those it keeps in float32, with casts around them; float32 "
                     "inputs and outputs); the ops listed are the converted graph's operators "
                     "by the type of their outputs; it has no bfloat16",
+    no_warm_parent="not yet measured against jobs that import it (bench/warm_parent.py)",
 )

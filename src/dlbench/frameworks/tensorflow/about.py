@@ -43,4 +43,7 @@ FRAMEWORK = Framework(
         "legacy-optimizer", "Keras optimizers (2.11 and later) compose TensorFlow ops per "
         "variable too; its single C++ kernel per variable (ResourceApplyAdam) is the legacy "
         "optimizer's"),
+    no_warm_parent="forked after TensorFlow's import, its BERT-base cells measured 10% slower "
+                   "than in jobs that import it (bench/warm_parent.py, 2026-11-29: warm / cold "
+                   "medians 1.100, rounds 1.072-1.193); not yet explained",
 )
