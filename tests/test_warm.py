@@ -20,6 +20,7 @@ CELL = ["--framework=pytorch", "--model=tiny-bert", "--device=cpu", "--batch=1",
 
 
 def run(out, **env: str) -> subprocess.CompletedProcess:
+    env = {"DLBENCH_WARM_PARENT": "1", **env}
     return subprocess.run([sys.executable, "-m", "dlbench", "run", *CELL, f"--out={out}"],
                           capture_output=True, text=True, timeout=300, env=tool_env(**env))
 
@@ -46,16 +47,22 @@ def test_jobs_are_forked_by_one_parent_that_imported_the_framework(tmp_path):
     assert two["timing"]["iterations"] >= 3 and not two["process"]["model_reused"]
 
 
-def test_the_switch_and_slurm_leave_every_job_to_import_for_itself(tmp_path, monkeypatch):
+def test_off_by_default_under_slurm_and_for_frameworks_that_measured_otherwise(tmp_path,
+                                                                              monkeypatch):
     out = tmp_path / "cold.json"
     assert run(out, DLBENCH_WARM_PARENT="0").returncode == 0
     assert result.read(out)["process"]["warm_parent"] is None
+    monkeypatch.delenv(warm.SWITCH, raising=False)
+    assert not warm.enabled("pytorch")  # off by default
+    monkeypatch.setenv(warm.SWITCH, "1")
+    assert warm.enabled("pytorch")
     monkeypatch.setenv("SLURM_JOB_ID", "7")
     assert not warm.enabled("pytorch")
     monkeypatch.delenv("SLURM_JOB_ID")
-    assert warm.enabled("pytorch")
     # Measured slower when forked so (bench/warm_parent.py): their jobs import for themselves.
     assert not warm.enabled("tensorflow") and not warm.enabled("jax")
+    monkeypatch.setenv(warm.SWITCH, "all")  # as bench/warm_parent.py measures them
+    assert warm.enabled("tensorflow") and warm.enabled("jax")
 
 
 def test_a_parent_serves_only_jobs_of_its_framework_scenario_threads_and_environment(monkeypatch):
@@ -79,7 +86,8 @@ def test_a_job_whose_command_is_killed_is_stopped(tmp_path):
     client = subprocess.Popen(
         [sys.executable, "-m", "dlbench", "run", *CELL, f"--out={out}",
          f"--failed-out={failed}"],
-        env=tool_env(DLBENCH_TEST_FAULT="hang", DLBENCH_TEST_WARM=str(tmp_path)),
+        env=tool_env(DLBENCH_TEST_FAULT="hang", DLBENCH_TEST_WARM=str(tmp_path),
+                     DLBENCH_WARM_PARENT="1"),
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     while not _job_of(tmp_path) and time.monotonic() < deadline:
