@@ -60,8 +60,8 @@ if "DLBENCH_USERS_SLURM_CONF" not in os.environ:  # the first import: xdist's wo
     os.environ["DLBENCH_USERS_SLURM_CONF"] = os.environ.get("SLURM_CONF", "")
     os.environ["SLURM_CONF"] = os.devnull
 _USERS_SLURM_CONF = os.environ["DLBENCH_USERS_SLURM_CONF"] or None
-# Tests run jobs in many environments, each served by a warm parent of its own
-# (dlbench.warm, ~200-400 MB each): those left idle go after 30 s, not the users' 3 min.
+# The warm parents that tests switch on (dlbench.warm, ~200-400 MB each, one per
+# environment) go after 30 s idle, not the users' 3 min.
 os.environ.setdefault("DLBENCH_WARM_PARENT_IDLE_S", "30")
 
 

@@ -5,6 +5,7 @@ import copy
 import json
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -139,6 +140,19 @@ def test_inapplicable_cell_does_not_load_a_framework(tmp_path, framework, model,
     assert record["status"] == "unsupported"
     assert reason in record["reason"]
     assert record["startup"] == {}  # returned before any import
+
+
+def test_a_process_start_is_when_the_process_started():
+    """Start-up marks count from it: psutil's create_time put it up to a second early (the
+    boot time in whole seconds), on every imports_done_s. It lies between the moment the
+    process was launched and the moment it reads it (a clock tick, 10 ms, of slack)."""
+    launched = time.time()
+    done = subprocess.run(
+        [sys.executable, "-c", "import time; from dlbench.cli import _process_start; "
+         "print(_process_start(), time.time())"],
+        capture_output=True, text=True, timeout=60, env=tool_env())
+    started, read = map(float, done.stdout.split())
+    assert launched - 0.011 <= started <= read, (launched, started, read)
 
 
 def test_light_import():

@@ -213,8 +213,7 @@ def _stop_a_hanging_cell(tmp_path) -> int:
     out, failed = tmp_path / "runs" / "cell.json", tmp_path / "failed" / "cell.json"
     process = subprocess.Popen(
         [sys.executable, "-m", "dlbench", "run", *CELL, f"--out={out}", f"--failed-out={failed}"],
-        env=tool_env(DLBENCH_TEST_FAULT="hang"),
-        stdout=subprocess.DEVNULL,
+        env=tool_env(DLBENCH_TEST_FAULT="hang"), stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
     while not psutil.Process(process.pid).children() and time.monotonic() < deadline:

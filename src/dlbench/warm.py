@@ -1,18 +1,19 @@
-"""A warm parent per framework: `dlbench run` jobs start from a process that has already
-imported the framework, instead of importing it afresh (2-5 s of CPU a job on 2 cores:
-TensorFlow's import alone is ~4 s).
+"""A warm parent per framework and scenario: `dlbench run` jobs start from a process that
+has already imported the framework, instead of importing it afresh (2-5 s of CPU a job on
+2 cores: TensorFlow's import alone is ~4 s).
 
 The first `dlbench run` of a framework and scenario starts a parent (`python -m dlbench
 --warm-parent`) that imports what the job's measuring process would — the framework, the
 scenario's operations — and dlbench's own job code; imports only: no model, no thread pool
-started, no device or runtime touched. Then it waits on a Unix socket. Every `dlbench run` of that
-framework (this one included) sends it its command line, working folder, environment,
-umask and standard streams; the parent forks a fresh child that runs the job as the command
-would have, and reports its exit status back. So every job is still a fresh process of its
-own (its own memory, its own model, its measuring children forked from it as before); what
-it shares with earlier jobs is the state of imported modules, as a process forked after the
-imports. The job's records say so (`process.warm_parent`: the parent's import seconds and
-how many jobs it had started before; dlbench.run.cell.WARM_PARENT in the job).
+started, no device or runtime touched. Then it waits on a Unix socket. Every `dlbench run`
+of that framework and scenario (this one included) sends it its command line, working
+folder, environment, umask and standard streams; the parent forks a fresh child that runs
+the job as the command would have, and reports its exit status back. So every job is still
+a fresh process of its own (its own memory, its own model, its measuring children forked
+from it as before); what it shares with earlier jobs is the state of imported modules, as
+a process forked after the imports. The job's records say so (`process.warm_parent`: the
+parent's import seconds and how many jobs it had started before;
+dlbench.run.cell.WARM_PARENT in the job).
 
 A parent serves one framework, scenario, thread count, interpreter, dlbench source (files'
 sizes and times) and environment (but the variables that name a test or a shell's state):
@@ -195,7 +196,7 @@ def serve(argv: list[str], job: Callable[[list[str], float], int]) -> None:
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
     signal.set_wakeup_fd(wake_write)
-    signal.signal(signal.SIGCHLD, lambda *_: None)  # wakes select through the pipe
+    signal.signal(signal.SIGCHLD, lambda *_: None)  # wakes the poll through the pipe
     jobs: dict[socket.socket, int] = {}  # a client's connection → its job's pid
     orphans: set[int] = set()  # jobs whose client died: stopped, to be reaped
     forks = 0
@@ -319,8 +320,8 @@ def _job(job: Callable[[list[str], float], int], request: dict, parent: dict, fd
         sys.argv = [request["argv0"], *request["argv"]]
         code = job(request["argv"], request["process_start"])
     except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (exc.code is not None)
-        if isinstance(exc.code, str):
+        code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+        if isinstance(exc.code, str):  # sys.exit("message"), as the interpreter prints it
             print(exc.code, file=sys.stderr)
     except BaseException:
         traceback.print_exc()

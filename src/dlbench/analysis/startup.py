@@ -37,10 +37,11 @@ def startup(timed: pd.DataFrame) -> pd.DataFrame | None:
     fresh = timed[first_in_process(timed)]
     if fresh.empty or not present:
         return None
-    table = fresh.groupby(["framework", "optimization"])[present].median()
-    if fresh.get(WARM_PARENT, pd.Series(dtype=float)).notna().any():
-        table[PARENT_COLUMN] = fresh.groupby(["framework", "optimization"])[WARM_PARENT].median()
-    table.insert(0, "cells", fresh.groupby(["framework", "optimization"]).size())
+    by = fresh.groupby(["framework", "optimization"])
+    table = by[present].median()
+    if WARM_PARENT in fresh and fresh[WARM_PARENT].notna().any():
+        table[PARENT_COLUMN] = by[WARM_PARENT].median()
+    table.insert(0, "cells", by.size())
     table = table.rename(columns=PHASES).reset_index()
     table["framework"] = table["framework"].map(framework_name)
     for column in table.columns[3:]:
