@@ -4,7 +4,8 @@
 
 The manifest lists every file with its label (every framework reads exactly these, in their
 own input pipelines), the classes, the training set's per-channel mean and standard
-deviation (the normalisation both apply), and each file's size and CRC-32 (`integrity`).
+deviation (the normalisation both apply), whether the augmentation may flip its images
+(`flip`), and each file's size and CRC-32 (`integrity`).
 Sources (SOURCES): `synthetic` (generated), `digits` (scikit-learn's bundled handwritten
 digits, upscaled), `cifar10` (the standard python batches from a folder the user gives).
 
@@ -27,7 +28,8 @@ from dlbench.files.atomic import write_json_atomic
 from dlbench.files.paths import MANIFEST
 
 SPLITS = ("train", "test")
-MANIFEST_KEYS = ("dataset", "classes", "image_shape", "counts", "mean", "std", *SPLITS)
+MANIFEST_KEYS = ("dataset", "classes", "image_shape", "counts", "mean", "std", "flip",
+                 *SPLITS)
 
 
 @dataclass(frozen=True)
@@ -50,7 +52,7 @@ class DataSetError(ValueError):
 
 
 def write(out: Path, name: str, classes: list[str], train: Split, test: Split,
-          source: dict) -> Path:
+          source: dict, flip: bool = True) -> Path:
     """The splits as PNG files in class folders under `out`, and the manifest, with each
     file's size and CRC-32. Written beside `out` and moved into place at the end, so that an
     interrupted build leaves no half set and a rebuild no stale files."""
@@ -80,6 +82,7 @@ def write(out: Path, name: str, classes: list[str], train: Split, test: Split,
         "counts": {split: len(entries) for split, entries in files.items()},
         "mean": pixels.mean(axis=0).round(6).tolist(),
         "std": pixels.std(axis=0).round(6).tolist(),
+        "flip": flip,  # whether the augmentation may mirror an image (dlbench.data.pipeline)
         **files,
         "integrity": integrity,  # per split, per file: [bytes, CRC-32]
     }

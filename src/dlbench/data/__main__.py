@@ -27,9 +27,10 @@ def build(dataset: str, out: Path, train: int, test: int, seed: int,
         from dlbench.data import digits
 
         train_split, test_split = digits.load(digits.TEST_FRACTION, seed)
+        # A digit's mirror image is not that digit (a 2 flipped is no 2): no flips.
         return write(out, dataset, digits.CLASSES, train_split, test_split,
                      {"origin": "sklearn.datasets.load_digits, upscaled 4× to 32×32 RGB",
-                      "seed": seed})
+                      "seed": seed}, flip=False)
     from dlbench.data import cifar10
 
     classes, train_split, test_split = cifar10.load(cifar10_dir)

@@ -17,10 +17,11 @@
                         batch during the step) and without autotuning, for every w<N>.
 
 Every pipeline applies the same augmentation: a random 32×32 crop of the image padded by 4
-(zeros), a horizontal flip with probability 1/2, and normalisation with the training set's
-per-channel mean and standard deviation; and hands the model the layout its recipe names
-(PyTorch: NCHW, channels_last for `channels-last`; TensorFlow: NHWC, NCHW for
-`channels-first`; JAX: NHWC).
+(zeros), a horizontal flip with probability 1/2 where the data set allows it (its
+manifest's `flip`: not the digits, whose mirror images are no digits), and normalisation
+with the training set's per-channel mean and standard deviation; and hands the model the
+layout its recipe names (PyTorch: NCHW, channels_last for `channels-last`; TensorFlow:
+NHWC, NCHW for `channels-first`; JAX: NHWC).
 """
 
 import re

@@ -78,8 +78,8 @@ class EpochSlots:
 class LoadImage:
     """Slot → (normalised float32 H × W × 3 image, label): the slot's image decoded (or
     read from the shared cache), padded by PAD and cropped at random, flipped with
-    probability 1/2 — the randomness from the seed and the slot, so that it does not
-    depend on which worker loads it."""
+    probability 1/2 where the data set allows it — the randomness from the seed and the
+    slot, so that it does not depend on which worker loads it."""
 
     def __init__(self, manifest: dict, slots: EpochSlots, cache: SharedImages | None):
         self.root, self.entries, self.slots, self.cache = (
@@ -87,6 +87,7 @@ class LoadImage:
         self.mean = np.asarray(manifest["mean"], np.float32) * 255
         self.std = np.asarray(manifest["std"], np.float32) * 255
         self.delay_s = faults.decode_delay_s()
+        self.flip = manifest["flip"]
 
     def decode(self, index: int) -> np.ndarray:
         if self.cache is not None and (pixels := self.cache.get(index)) is not None:
@@ -105,7 +106,7 @@ class LoadImage:
         y, x = rng.integers(0, 2 * PAD + 1, 2)
         padded = np.pad(pixels, ((PAD, PAD), (PAD, PAD), (0, 0)))
         pixels = padded[y:y + pixels.shape[0], x:x + pixels.shape[1]]
-        if rng.random() < 0.5:
+        if rng.random() < 0.5 and self.flip:
             pixels = pixels[:, ::-1]
         return (pixels.astype(np.float32) - self.mean) / self.std, \
             np.int32(self.entries[index][1])

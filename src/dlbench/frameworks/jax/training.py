@@ -190,7 +190,8 @@ class JaxTraining:
             for start in range(0, n - batch + 1, batch):
                 index = jax.device_put(order[start:start + batch], self.device)
                 offsets = rng.integers(0, 2 * PAD + 1, size=(batch, 2))
-                flips = jax.device_put(rng.random(batch) < 0.5, self.device)
+                flips = jax.device_put((rng.random(batch) < 0.5) & manifest["flip"],
+                                       self.device)
                 x = jnp.pad(data[index], ((0, 0), (PAD, PAD), (PAD, PAD), (0, 0)))
                 rows = jax.device_put(offsets[:, :1] + steps, self.device)  # batch × side
                 cols = jax.device_put(offsets[:, 1:] + steps, self.device)

@@ -81,9 +81,9 @@ class SharedCache:
 class PngDataset(torch.utils.data.Dataset):
     """The manifest's images, decoded with PIL, augmented, normalised (CHW float32)."""
 
-    def __init__(self, root: str, entries: list, mean, std, augment: bool,
+    def __init__(self, root: str, entries: list, mean, std, augment: bool, flip: bool,
                  cache: SharedCache | None):
-        self.root, self.entries, self.augment = Path(root), entries, augment
+        self.root, self.entries, self.augment, self.flip = Path(root), entries, augment, flip
         self.mean = np.asarray(mean, np.float32) * 255
         self.std = np.asarray(std, np.float32) * 255
         self.cache = cache
@@ -112,7 +112,7 @@ class PngDataset(torch.utils.data.Dataset):
             y, x = torch.randint(0, 2 * PAD + 1, (2,)).tolist()
             padded = np.pad(pixels, ((PAD, PAD), (PAD, PAD), (0, 0)))
             pixels = padded[y:y + pixels.shape[0], x:x + pixels.shape[1]]
-            if torch.rand(()) < 0.5:
+            if torch.rand(()) < 0.5 and self.flip:
                 pixels = pixels[:, ::-1]
         normal = (pixels.astype(np.float32) - self.mean) / self.std
         return torch.from_numpy(np.ascontiguousarray(normal.transpose(2, 0, 1))), \
@@ -172,7 +172,8 @@ class PyTorchTraining:
         cache = SharedCache(len(manifest["train"]), tuple(manifest["image_shape"])) \
             if pipeline.cache else None
         dataset = PngDataset(manifest["root"], manifest["train"], manifest["mean"],
-                             manifest["std"], augment=True, cache=cache)
+                             manifest["std"], augment=True, flip=manifest["flip"],
+                             cache=cache)
         generator = torch.Generator().manual_seed(seed)
         workers = pipeline.workers
         loader = torch.utils.data.DataLoader(
@@ -210,7 +211,7 @@ class PyTorchTraining:
             for start in range(0, n - batch + 1, batch):
                 index = order[start:start + batch].to(self.device)
                 offsets = torch.randint(0, 2 * PAD + 1, (batch, 2), generator=generator)
-                flips = torch.rand(batch, generator=generator) < 0.5
+                flips = (torch.rand(batch, generator=generator) < 0.5) & manifest["flip"]
                 x = F.pad(data[index], (PAD, PAD, PAD, PAD))
                 rows = (offsets[:, :1] + torch.arange(side)).to(self.device)  # batch × side
                 cols = (offsets[:, 1:] + torch.arange(side)).to(self.device)

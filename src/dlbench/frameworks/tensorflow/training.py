@@ -160,7 +160,8 @@ class TensorFlowTraining:
             image = tf.image.pad_to_bounding_box(image, PAD, PAD, side + 2 * PAD,
                                                  side + 2 * PAD)
             image = tf.image.random_crop(image, (side, side, 3))
-            image = tf.image.random_flip_left_right(image)
+            if manifest["flip"]:
+                image = tf.image.random_flip_left_right(image)
             return (tf.cast(image, tf.float32) - mean) / std
 
         if pipeline.in_memory:
@@ -241,7 +242,7 @@ class TensorFlowTraining:
             for start in range(0, n - batch + 1, batch):
                 index = order[start:start + batch]
                 offsets = rng.integers(0, 2 * PAD + 1, size=(batch, 2))
-                flips = rng.random(batch) < 0.5
+                flips = (rng.random(batch) < 0.5) & manifest["flip"]
                 with tf.device(self.backend.device_name):
                     x = tf.pad(tf.gather(data, index), [[0, 0], [PAD, PAD], [PAD, PAD], [0, 0]])
                     x = tf.gather(x, offsets[:, :1] + np.arange(side), axis=1, batch_dims=1)
