@@ -80,6 +80,9 @@ class Run:
     epoch_s: list[float] = field(default_factory=list)  # training time, evaluation apart
     eval_s: list[float] = field(default_factory=list)
     time_to_accuracy_s: float | None = None  # training time until the target was reached
+    # The test images the last epoch's model got wrong (their indices): the accuracy match
+    # estimates the trained models' spread from which images the models tell apart.
+    wrong_images: list[int] = field(default_factory=list)
 
     def timing(self) -> dict:
         return timing(self.totals_ms, self.parts, self.first_step_s, self.warmup, self.loop_s)
@@ -143,8 +146,10 @@ def train(epochs: int, batches: Callable[[int], Iterator], step: TrainingStep,
         trained_s += run.epoch_s[-1]
         run.train_loss.append(mean_loss(losses))
         eval_start = clock()
-        accuracy = float((evaluation.logits().argmax(axis=1) == evaluation.labels).mean())
+        right = evaluation.logits().argmax(axis=1) == evaluation.labels
+        accuracy = float(right.mean())
         run.eval_s.append(clock() - eval_start)
+        run.wrong_images = np.flatnonzero(~right).tolist()
         run.test_accuracy.append(accuracy)
         if run.time_to_accuracy_s is None and accuracy >= target_accuracy:
             run.time_to_accuracy_s = trained_s
