@@ -6,18 +6,26 @@ The accuracy match compares like with like: cells that should reach the same acc
 same model, data set, batch, optimizer, learning rate and epochs) at the same precision —
 every fp32 recipe of a framework together (pipelines and fp32 optimizations must not change
 what is learned), each reduced precision apart. Each side's accuracy is the mean over its
-trained models (cells × seeds). Two sources of noise stand between two sides' means: the
-test set is a sample (a side's binomial variance p(1-p)/n, n = test images × seeds), and
-every cell and seed trains a model of its own. Where a group has two models or more on a
-side, their accuracies' spread is the error: read on the same test set, it holds that noise
-too. It is pooled over every side of the group (the question asked is whether the
-frameworks train the same model, under which they share it): two seeds a side barely know
-their own spread (seen: PyTorch's two seeds 0.3 points apart, TensorFlow's too, 4.5 points
-between them — while PyTorch's seeds ranged 82.7–93.6% over runs). The statistical
-tolerance is the difference's half-width at CONFIDENCE for the group as a whole (Bonferroni
-over its pairs: three frameworks, three pairs): Student's t at the pooled degrees of
-freedom times the standard error (a pooled two-sample t-test); with one model a side, the
-normal quantile times the binomial error. A mismatch is an accusation that costs cells
+trained models (cells × seeds). Every cell and seed trains a model of its own, and the
+models' spread is the error between two sides' means (read on one test set, it holds the
+test set's noise too). It is estimated image by image where every model's record says which
+test images it got wrong: if the frameworks train the same model (what a match claims),
+every model of the group is a draw from one distribution, and a model trained to a plateau
+gets each image wrong independently of the others (the image's chance p_i over training
+runs), so one model's accuracy varies by Σ p_i (1 − p_i) / n² — estimated from the shares
+of the models right on each image (× K / (K − 1) over K models): n terms, where the seeds'
+own spread has few degrees of freedom (two seeds a side, three frameworks: 3, Student's t
+8.6). Where every framework trained the same seeds, each seed is a stratum of its own
+(`_image_noise`): a seed's initial weights are every framework's. Measured on the default's
+CNN after 4 epochs (bench/accuracy_power.py, config/README.md): the seeds' spread 0.3-0.7
+points, the image-by-image estimate 0.5-0.6. Models still learning vary as a whole (the
+digits with flips after 3 epochs: 82.5–91.4% over six seeds, where images alone allow ≤ 1.8
+points): where the models spread about framework and seed more than the image-by-image
+variance allows (χ² at CONFIDENCE), or a record lacks the images, the seeds' spread is the
+error (Student's t at its pooled degrees of freedom, a pooled two-sample t-test); with one
+model a side and no images, the binomial error p(1−p)/n. The statistical tolerance is the
+difference's half-width at CONFIDENCE for the group as a whole (Bonferroni over its pairs:
+three frameworks, three pairs). A mismatch is an accusation that costs cells
 their place in the answer, so it is made at 99%: in simulated runs of three alike
 frameworks (2 seeds, 359 test images, models' accuracies 1-5 points apart in sd) 95% a pair
 with a side's own spread or binomial, whichever was larger, called 7-9% of them a mismatch,
@@ -37,11 +45,12 @@ in inference (`correctness_within_tolerance` false, set by `correctness`): its s
 not count; an undecided one is not checked (None).
 """
 
+from collections import Counter
 from itertools import combinations
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
+from scipy.stats import chi2, norm
 from scipy.stats import t as student
 
 from dlbench.analysis.speedup import valid_speedup
@@ -54,6 +63,9 @@ MATCH, MISMATCH, UNKNOWN, UNDECIDED = "match", "mismatch", "not established", "u
 _SEVERITY = {MATCH: 0, UNDECIDED: 1, UNKNOWN: 2, MISMATCH: 3}
 # The confidence of a group's verdict (two-sided, shared among its pairs).
 CONFIDENCE = 0.99
+# Where the statistical tolerance's error came from (`_pair`), for reading.
+NOISE = {"images": "models' spread, image by image", "seeds": "models' spread, seed by seed",
+         "binomial": "test set (binomial)"}
 
 
 def cells(frame: pd.DataFrame) -> pd.DataFrame:
@@ -77,22 +89,40 @@ def _seeds(row) -> dict[int, float]:
     return {int(s): float(a) for s, a in zip(seeds, accuracies, strict=True)}
 
 
+def _wrong(row) -> list[set[int]] | None:
+    """The test images each of the cell's seeds got wrong (None from a record without)."""
+    per_seed = _listed(row.get("training_wrong_images_per_seed"))
+    if per_seed is None:
+        single = row.get("training_wrong_images")
+        per_seed = None if single is None or (np.isscalar(single) and pd.isna(single)) \
+            else [single]
+    if per_seed is None or any(w is None or np.isscalar(w) for w in per_seed):
+        return None
+    return [{int(i) for i in w} for w in per_seed]
+
+
 def _side(group: pd.DataFrame) -> dict:
     """One framework's side of a comparison: its mean accuracy, seeds, the binomial
-    variance of its mean (NaN without the test set's size) and its trained models'
-    accuracies."""
+    variance of its mean (NaN without the test set's size), its trained models' accuracies
+    and the test images each got wrong (None where a record lacks them)."""
     # A seed's cells (eager, graph, …) read one test set: its binomial error counts once.
     # But each is a model trained of its own, and they do not end alike (seen: 80.2% and
     # 89.7% for TensorFlow's eager and graph cells of one seed after 3 epochs): every one
     # of them is a run of the models' spread.
     trained = [_seeds(row) for _, row in group.iterrows()]
     runs = np.array([accuracy for each in trained for accuracy in each.values()])
+    seeds = [seed for each in trained for seed in each]
+    wrong = [_wrong(row) for _, row in group.iterrows()]
+    wrong = None if any(w is None for w in wrong) else [w for each in wrong for w in each]
     mean = float(runs.mean())
     k = len({seed for each in trained for seed in each})
     images = group["training_test_images"].min() if "training_test_images" in group else None
     binomial = (mean * (1 - mean) / (images * k)
                 if images is not None and pd.notna(images) else np.nan)
-    return {"accuracy": mean, "seeds": k, "binomial": binomial, "runs": runs}
+    return {"accuracy": mean, "seeds": k, "binomial": binomial, "runs": runs,
+            "seed_of": seeds,
+            "wrong": wrong if wrong is not None and len(wrong) == len(runs) else None,
+            "images": images}
 
 
 def _models_variance(sides: list[dict]) -> tuple[float, int]:
@@ -103,11 +133,74 @@ def _models_variance(sides: list[dict]) -> tuple[float, int]:
     return (squares / dof if dof else np.nan), dof
 
 
+def _image_noise(sides: dict[str, dict]) -> dict[str, float] | None:
+    """Each side's mean's variance from the models' spread estimated image by image
+    (module docstring), or None where it cannot be used: a model without its wrong images,
+    sides tested on different sets, a stratum with one model, or models that vary as a
+    whole. Where every side trained the same seeds in the same shares (as a run does: seeds
+    0, 1, … in every framework) the seeds are strata — a seed's initial weights are every
+    framework's, and its models end alike more than those of two seeds do (seen: 99.2-99.4%
+    for seed 0 in every framework, 97.8-98.1% for seed 1) —, so that the variance is each
+    seed's own and the seeds' differences cancel in the comparison; else one stratum."""
+    if any(side["wrong"] is None for side in sides.values()):
+        return None
+    images = {side["images"] for side in sides.values()}
+    n = images.pop() if len(images) == 1 else None
+    if n is None or pd.isna(n):
+        return None
+    shares = [sorted(Counter(side["seed_of"]).items()) for side in sides.values()]
+    counts = [len(side["seed_of"]) for side in sides.values()]
+    paired = all([(seed, c * counts[0]) for seed, c in share]
+                 == [(seed, c * len_) for seed, c in shares[0]]
+                 for share, len_ in zip(shares, counts, strict=True))
+    models = [(fw, seed if paired else 0, accuracy, wrong) for fw, side in sides.items()
+              for seed, accuracy, wrong in zip(side["seed_of"], side["runs"], side["wrong"],
+                                               strict=True)]
+    variance = {}
+    for stratum in {m[1] for m in models}:
+        wrong = [m[3] for m in models if m[1] == stratum]
+        if len(wrong) < 2:
+            return None
+        missed = np.zeros(int(n))
+        for each in wrong:
+            missed[list(each)] += 1
+        right = 1 - missed / len(wrong)
+        variance[stratum] = float(np.sum(right * (1 - right)) / n ** 2
+                                  * len(wrong) / (len(wrong) - 1))
+    if not _spread_within(models, variance):
+        return None
+    return {fw: sum(variance[m[1]] for m in models if m[0] == fw)
+            / sum(m[0] == fw for m in models) ** 2 for fw in sides}
+
+
+def _spread_within(models: list[tuple], variance: dict) -> bool:
+    """Whether the models' accuracies spread about framework + stratum (an additive fit)
+    no more than the image-by-image variance allows (χ² at CONFIDENCE): models that vary as
+    a whole (undertrained) spread more. A framework that differs moves its own mean, not
+    this spread. True where nothing is left to check it with."""
+    frameworks = sorted({m[0] for m in models})
+    strata = sorted({m[1] for m in models})
+    design = np.array([[1.0] + [m[0] == fw for fw in frameworks[1:]]
+                       + [m[1] == st for st in strata[1:]] for m in models], dtype=float)
+    accuracy = np.array([m[2] for m in models])
+    fitted, *_ = np.linalg.lstsq(design, accuracy, rcond=None)
+    residual = accuracy - design @ fitted
+    dof = len(models) - np.linalg.matrix_rank(design)
+    if dof <= 0:
+        return True
+    expected = np.array([variance[m[1]] for m in models])
+    if np.any(expected <= 0):  # models that all missed the same images: none may differ
+        return bool(np.all(np.abs(residual[expected <= 0]) < 1e-12))
+    return float(np.sum(residual ** 2 / expected)) <= chi2.ppf(CONFIDENCE, dof)
+
+
 def _pair(a: dict, b: dict, configured: float, models: tuple[float, int],
-          pairs: int) -> dict:
+          pairs: int, images: float = np.nan) -> dict:
     """Two sides compared: the difference of their accuracies, the statistical tolerance
-    (the difference's half-width at CONFIDENCE shared by `pairs` pairs; `models`: the
-    group's pooled models' variance and its degrees of freedom) and the verdict."""
+    (the difference's half-width at CONFIDENCE shared by `pairs` pairs; `images`: the
+    difference's variance from the models' spread image by image, NaN where unknown;
+    `models`: the group's pooled models' variance and its degrees of freedom) and the
+    verdict."""
     difference = abs(a["accuracy"] - b["accuracy"])
     variance, dof = models
     # Where the models' spread is measured it is the error: read on the same test set, it
@@ -116,12 +209,17 @@ def _pair(a: dict, b: dict, configured: float, models: tuple[float, int],
     model_term = variance * (1 / len(a["runs"]) + 1 / len(b["runs"])) if dof else 0.0
     binomial = a["binomial"] + b["binomial"]
     level = 1 - (1 - CONFIDENCE) / (2 * pairs)
-    if model_term > 0:
+    if not np.isnan(images):  # estimated over the test images: the normal quantile
+        statistical = float(norm.ppf(level) * np.sqrt(images))
+        noise = "images"
+    elif model_term > 0:
         statistical = float(student.ppf(level, dof) * np.sqrt(model_term))
+        noise = "seeds"
     elif binomial > 0:
         statistical = float(norm.ppf(level) * np.sqrt(binomial))
+        noise = "binomial"
     else:  # no test-set size and no spread: no noise known
-        statistical = np.nan
+        statistical, noise = np.nan, None
     if np.isnan(statistical):
         verdict = MATCH if difference <= configured else UNKNOWN
     elif statistical <= configured:  # a difference of the size that matters would show
@@ -129,7 +227,7 @@ def _pair(a: dict, b: dict, configured: float, models: tuple[float, int],
     else:  # the noise is wider than what matters: only a difference beyond it tells
         verdict = MISMATCH if difference > statistical else UNDECIDED
     return {"difference": difference, "statistical": statistical, "verdict": verdict,
-            "seeds": min(a["seeds"], b["seeds"])}
+            "seeds": min(a["seeds"], b["seeds"]), "noise": noise}
 
 
 def _worst(verdicts) -> str:
@@ -183,18 +281,31 @@ def accuracy_match(trained: pd.DataFrame) -> pd.DataFrame:
         names = sorted(sides, key=framework_rank)
         configured = float(group["training_accuracy_tolerance"].max())
         models = _models_variance(list(sides.values()))
+        noise = _image_noise(sides)
         compared = list(combinations(names, 2))
-        pairs = {(a, b): _pair(sides[a], sides[b], configured, models, len(compared))
+        pairs = {(a, b): _pair(sides[a], sides[b], configured, models, len(compared),
+                               noise[a] + noise[b] if noise else np.nan)
                  for a, b in compared}
         worst = max(pairs.values(), key=lambda p: (_SEVERITY[p["verdict"]], p["difference"]))
         accused = _accused(names, {pair: p["verdict"] for pair, p in pairs.items()})
+        kept = [fw for fw in names if fw not in accused]
+        if accused and len(kept) > 1 and noise:
+            # The others' pairs judged by their own models' spread: the accused models'
+            # misses widen one estimated over the whole group.
+            own = _image_noise({fw: sides[fw] for fw in kept})
+            spread = _models_variance([sides[fw] for fw in kept])
+            pairs.update({(a, b): _pair(sides[a], sides[b], configured, spread,
+                                        len(compared),
+                                        own[a] + own[b] if own else np.nan)
+                          for a, b in combinations(kept, 2)})
         row = dict(zip(GROUP, key, strict=True))
         row.update({f"{fw} accuracy": sides[fw]["accuracy"] for fw in names})
         row.update({f"{fw} seeds": sides[fw]["seeds"] for fw in names})
         row.update({f"{fw} verdict": _verdict_of(fw, accused, pairs) for fw in names})
         row.update(difference=worst["difference"], configured=configured,
                    statistical=worst["statistical"], verdict=worst["verdict"],
-                   seeds=worst["seeds"], differs=[fw for fw in names if fw in accused])
+                   seeds=worst["seeds"], noise=worst["noise"],
+                   differs=[fw for fw in names if fw in accused])
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -225,11 +336,14 @@ def match_table(match: pd.DataFrame) -> pd.DataFrame:
         table = table.rename(columns={column: f"{framework_name(framework)} accuracy"})
     for column in ("difference", "configured", "statistical"):
         table[column] = table[column].map(percent)
+    if "noise" in table:
+        table["noise"] = table["noise"].map(lambda v: NOISE.get(v, "—"))
     table["verdict"] = [verdict(v, k, d) for v, k, d in
                         zip(table["verdict"], table.pop("seeds"), table.pop("differs"),
                             strict=True)]
     return table.rename(columns={"configured": "tolerance (configured)",
-                                 "statistical": f"tolerance ({CONFIDENCE:.0%})"})
+                                 "statistical": f"tolerance ({CONFIDENCE:.0%})",
+                                 "noise": "its noise"})
 
 
 def verdicts(frame: pd.DataFrame) -> pd.Series:

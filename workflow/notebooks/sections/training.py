@@ -34,9 +34,12 @@ say("# Training: the same CNN, trained from image files")
 # learning rate and epochs) at the same precision — a framework's fp32 recipes together, each
 # reduced precision apart — are compared against the configured tolerance, the size of a
 # difference that matters, and the statistical one, the difference's noise at 99% for the
-# group as a whole: the spread of the trained models (every cell × seed, pooled over the
-# frameworks; Student's t at its degrees of freedom, shared among the group's pairs), or
-# with one model a side the test set's binomial error (test images × seeds). A **match**
+# group as a whole (shared among its pairs): the spread of the trained models (every cell ×
+# seed), estimated image by image — from which test images the group's models got wrong, as
+# models trained to a plateau get each image wrong independently — or, where the models vary
+# as a whole (the seeds' spread beyond what the images allow) or a record lacks the images,
+# from the seeds' spread (Student's t at its degrees of freedom); the table says which. A
+# **match**
 # needs the noise within the configured tolerance (a difference that matters would show)
 # and the difference within it; a difference beyond both is a **mismatch**; one inside
 # noise wider than the configured tolerance is **undecided** — not the same, not
@@ -65,7 +68,7 @@ else:
                if counts.get("mismatch") else "")
             + (f"{counts.get('undecided')} undecided: their noise (the 99% tolerance) is "
                "wider than the configured tolerance, so a difference that matters would not "
-               "show; more seeds or test images decide them. "
+               "show; more seeds, or more epochs where the models still learn, decide them. "
                if counts.get("undecided") else "")
             + ("Groups *not established* differ by more than the configured tolerance, and "
                "the summary lacks the test set's size for the statistical one."
