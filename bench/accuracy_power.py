@@ -2,7 +2,7 @@
 alike are called a match, and how often one trained 2 or 5 points worse is called a
 mismatch (issue 39, item 4).
 
-    .venv/bin/python bench/accuracy_power.py train DIR [--seeds 6] [--epochs 3]
+    .venv/bin/python bench/accuracy_power.py train DIR [--seeds 6] [--epochs 4]
     .venv/bin/python bench/accuracy_power.py count DIR [--per-side 2] [--draws 300]
                                                        [--plant 0 0.02 0.05]
                                                        [--tolerance 0.03]
@@ -130,7 +130,7 @@ def main() -> None:
     trained = sub.add_parser("train")
     trained.add_argument("folder", type=Path)
     trained.add_argument("--seeds", type=int, default=6)
-    trained.add_argument("--epochs", type=int, default=3)
+    trained.add_argument("--epochs", type=int, default=4)
     counted = sub.add_parser("count")
     counted.add_argument("folder", type=Path)
     counted.add_argument("--per-side", type=int, default=2)

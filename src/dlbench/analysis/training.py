@@ -25,12 +25,12 @@ variance allows (χ² at CONFIDENCE), or a record lacks the images, the seeds' s
 error (Student's t at its pooled degrees of freedom, a pooled two-sample t-test); with one
 model a side and no images, the binomial error p(1−p)/n. The statistical tolerance is the
 difference's half-width at CONFIDENCE for the group as a whole (Bonferroni over its pairs:
-three frameworks, three pairs). A mismatch is an accusation that costs cells
-their place in the answer, so it is made at 99%: in simulated runs of three alike
-frameworks (2 seeds, 359 test images, models' accuracies 1-5 points apart in sd) 95% a pair
-with a side's own spread or binomial, whichever was larger, called 7-9% of them a mismatch,
-this at most 0.5%; it also sees less (a side 15 points off: 10-45% of runs, against
-29-84%), which more seeds buy back. The configured `accuracy_tolerance` is the size of a
+three frameworks, three pairs). A mismatch is an accusation that costs cells their place in
+the answer, so it is made at 99%. The check of the independence has few degrees of freedom
+at the default (three frameworks × two seeds: 2), so models that vary as a whole by a
+little more than the images allow can pass it and widen the difference beyond the
+tolerance's account; the configured tolerance then guards: a mismatch needs the difference
+beyond it. The configured `accuracy_tolerance` is the size of a
 difference that matters: where the statistical tolerance is within it, the comparison can
 see such a difference — within the configured tolerance a match, beyond it a mismatch;
 where the noise is wider, a difference beyond the noise is a mismatch all the same (one
@@ -136,62 +136,72 @@ def _models_variance(sides: list[dict]) -> tuple[float, int]:
 def _image_noise(sides: dict[str, dict]) -> dict[str, float] | None:
     """Each side's mean's variance from the models' spread estimated image by image
     (module docstring), or None where it cannot be used: a model without its wrong images,
-    sides tested on different sets, a stratum with one model, or models that vary as a
-    whole. Where every side trained the same seeds in the same shares (as a run does: seeds
-    0, 1, … in every framework) the seeds are strata — a seed's initial weights are every
-    framework's, and its models end alike more than those of two seeds do (seen: 99.2-99.4%
-    for seed 0 in every framework, 97.8-98.1% for seed 1) —, so that the variance is each
-    seed's own and the seeds' differences cancel in the comparison; else one stratum."""
+    cells tested on sets of different sizes, a stratum with one model, or models that vary
+    as a whole (`_spread_within`). Where every side trained the same seeds in the same
+    shares (as a run does: seeds 0, 1, … in every framework) the seeds are strata — a
+    seed's initial weights are every framework's, and its models end alike more than those
+    of two seeds do (seen: 99.2-99.4% for seed 0 in every framework, 97.8-98.1% for seed
+    1) —, so that the variance is each seed's own and the seeds' differences cancel in the
+    comparison; else one stratum. A framework's cells of one seed (its recipes) start alike
+    too: they are one unit, each image's share of them right its outcome."""
     if any(side["wrong"] is None for side in sides.values()):
         return None
     images = {side["images"] for side in sides.values()}
     n = images.pop() if len(images) == 1 else None
-    if n is None or pd.isna(n):
+    if n is None or pd.isna(n) or any(i >= n for side in sides.values()
+                                       for wrong in side["wrong"] for i in wrong):
         return None
-    shares = [sorted(Counter(side["seed_of"]).items()) for side in sides.values()]
-    counts = [len(side["seed_of"]) for side in sides.values()]
-    paired = all([(seed, c * counts[0]) for seed, c in share]
-                 == [(seed, c * len_) for seed, c in shares[0]]
-                 for share, len_ in zip(shares, counts, strict=True))
-    models = [(fw, seed if paired else 0, accuracy, wrong) for fw, side in sides.items()
-              for seed, accuracy, wrong in zip(side["seed_of"], side["runs"], side["wrong"],
-                                               strict=True)]
+    n = int(n)
+    shares = {fw: Counter(side["seed_of"]) for fw, side in sides.items()}
+    first = next(iter(shares.values()))
+    paired = all(share.keys() == first.keys()
+                 and all(share[seed] * first.total() == first[seed] * share.total()
+                         for seed in share) for share in shares.values())
+    # Units: a framework's models of one seed — each image's share of them right, their
+    # mean accuracy.
+    units = []
+    for fw, side in sides.items():
+        for seed in shares[fw]:
+            right = np.ones(n)
+            mine = [w for s, w in zip(side["seed_of"], side["wrong"], strict=True) if s == seed]
+            for wrong in mine:
+                right[list(wrong)] -= 1 / len(mine)
+            units.append((fw, seed, right))
     variance = {}
-    for stratum in {m[1] for m in models}:
-        wrong = [m[3] for m in models if m[1] == stratum]
-        if len(wrong) < 2:
+    for stratum in (first if paired else [None]):
+        rights = np.array([u[2] for u in units if not paired or u[1] == stratum])
+        k = len(rights)
+        if k < 2:
             return None
-        missed = np.zeros(int(n))
-        for each in wrong:
-            missed[list(each)] += 1
-        right = 1 - missed / len(wrong)
-        variance[stratum] = float(np.sum(right * (1 - right)) / n ** 2
-                                  * len(wrong) / (len(wrong) - 1))
-    if not _spread_within(models, variance):
+        # At least one image that one unit of the K missed: units that all missed the same
+        # images still differ by chance, if rarely.
+        variance[stratum] = max(float(np.sum(rights.var(axis=0, ddof=1))), 1 / k) / n ** 2
+    units = [(fw, seed, float(right.mean()), variance[seed if paired else None])
+             for fw, seed, right in units]
+    if not _spread_within(units, paired):
         return None
-    return {fw: sum(variance[m[1]] for m in models if m[0] == fw)
-            / sum(m[0] == fw for m in models) ** 2 for fw in sides}
+    return {fw: sum(v for f, _, _, v in units if f == fw) / len(shares[fw]) ** 2
+            for fw in sides}
 
 
-def _spread_within(models: list[tuple], variance: dict) -> bool:
-    """Whether the models' accuracies spread about framework + stratum (an additive fit)
-    no more than the image-by-image variance allows (χ² at CONFIDENCE): models that vary as
-    a whole (undertrained) spread more. A framework that differs moves its own mean, not
-    this spread. True where nothing is left to check it with."""
-    frameworks = sorted({m[0] for m in models})
-    strata = sorted({m[1] for m in models})
-    design = np.array([[1.0] + [m[0] == fw for fw in frameworks[1:]]
-                       + [m[1] == st for st in strata[1:]] for m in models], dtype=float)
-    accuracy = np.array([m[2] for m in models])
-    fitted, *_ = np.linalg.lstsq(design, accuracy, rcond=None)
-    residual = accuracy - design @ fitted
-    dof = len(models) - np.linalg.matrix_rank(design)
-    if dof <= 0:
-        return True
-    expected = np.array([variance[m[1]] for m in models])
-    if np.any(expected <= 0):  # models that all missed the same images: none may differ
-        return bool(np.all(np.abs(residual[expected <= 0]) < 1e-12))
-    return float(np.sum(residual ** 2 / expected)) <= chi2.ppf(CONFIDENCE, dof)
+def _spread_within(units: list[tuple], paired: bool) -> bool:
+    """Whether the units' accuracies (framework, seed, accuracy, variance) spread about
+    framework + seed (seed only where `paired`) no more than their image-by-image variances
+    allow: the weighted residual sum of squares of the least-squares fit (weights 1/variance)
+    against χ² at CONFIDENCE. Models that vary as a whole (undertrained) spread more; a
+    framework that differs moves its own mean, not this spread. False where nothing is left
+    to check with (no degree of freedom: one seed a side): the estimate is then unchecked,
+    and the seeds' spread or the binomial decides."""
+    frameworks = sorted({u[0] for u in units})
+    seeds = sorted({u[1] for u in units}) if paired else []
+    design = np.array([[1.0] + [u[0] == fw for fw in frameworks[1:]]
+                       + [u[1] == seed for seed in seeds[1:]] for u in units], dtype=float)
+    weight = 1 / np.sqrt([u[3] for u in units])
+    accuracy = np.array([u[2] for u in units])
+    fitted, *_ = np.linalg.lstsq(design * weight[:, None], accuracy * weight, rcond=None)
+    residual = (accuracy - design @ fitted) * weight
+    dof = len(units) - np.linalg.matrix_rank(design)
+    return dof > 0 and float(np.sum(residual ** 2)) <= chi2.ppf(CONFIDENCE, dof)
 
 
 def _pair(a: dict, b: dict, configured: float, models: tuple[float, int],
@@ -302,6 +312,8 @@ def accuracy_match(trained: pd.DataFrame) -> pd.DataFrame:
         row.update({f"{fw} accuracy": sides[fw]["accuracy"] for fw in names})
         row.update({f"{fw} seeds": sides[fw]["seeds"] for fw in names})
         row.update({f"{fw} verdict": _verdict_of(fw, accused, pairs) for fw in names})
+        # A pair of the others judged again by their own spread can mismatch too: named.
+        accused |= {fw for fw in names if row[f"{fw} verdict"] == MISMATCH}
         row.update(difference=worst["difference"], configured=configured,
                    statistical=worst["statistical"], verdict=worst["verdict"],
                    seeds=worst["seeds"], noise=worst["noise"],

@@ -277,6 +277,7 @@ class Training(OptimizerSettings, Scenario):
             accuracy_spread=max(accuracies) - min(accuracies),
             test_accuracy_per_seed=[r["test_accuracy"] for r in runs],
             wrong_images_per_seed=[r.get("wrong_images") for r in runs])
+        final["training"].pop("wrong_images", None)  # the first seed's: in the list
         samples = final["timing"]["samples_ms"]
         final["throughput"] = {
             **throughput(samples, records[0]["params"]["batch"], wall_s),

@@ -25,7 +25,8 @@ say("# Training: the same CNN, trained from image files")
 # same PNG files read through its own input pipeline (PyTorch: `Dataset` + `DataLoader` with
 # PIL; TensorFlow: `tf.data` with `decode_png`; JAX: Grain with worker processes; `memory`:
 # the decoded set as one array), with
-# the same augmentation (random crop with padding 4, horizontal flip, normalisation). A cell
+# the same augmentation (random crop with padding 4, a horizontal flip where the data set
+# allows it — not the digits —, normalisation). A cell
 # is timed step by step in the steady state: the first step (compilation, pipeline start-up)
 # and the warm-up steps are left out. After every epoch the model is tested with dropout off.
 #
