@@ -467,6 +467,11 @@ def test_quality_shows_the_flagged_cells_least_stable_first():
     noise = quality.quality(timed(rows.assign(machine_noise_relative_iqr=[0.04, 0.02, 0.09])))
     assert noise.machine_noise == (0.02, 0.04, 0.09)
     assert noise.table["machine's IQR / median"].tolist() == ["2.0%", "4.0%"]
+    # A column blank in every row shown is left out (the flagged table ran off the page).
+    blank = quality.quality(timed(rows.assign(median_ci95_coverage=np.nan)))
+    assert "CI coverage" not in blank.table and "flag" in blank.table
+    shown = quality.quality(timed(rows.assign(median_ci95_coverage=[0.9, np.nan, 0.95])))
+    assert shown.table["CI coverage"].tolist() == ["", "90.0%"]
 
 
 # --- speed-ups ------------------------------------------------------------------------------

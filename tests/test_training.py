@@ -569,7 +569,7 @@ def test_a_difference_inside_the_binomial_tolerance_is_undecided_and_beyond_it_m
     table = training.match_table(large)
     assert table.loc[0, "PyTorch accuracy"] == "80.0% (1 seed)"
     assert table.loc[0, "tolerance (configured)"] == "2.0%"
-    assert table.loc[0, "tolerance (99%)"] == f"{large.loc[0, 'statistical']:.1%}"
+    assert table.loc[0, "tolerance (99%)"] == f"{large.loc[0, 'statistical']:.1%} binomial"
     assert table.loc[0, "verdict"] == "✗ mismatch: PyTorch and TensorFlow disagree"
 
 
@@ -692,8 +692,8 @@ def test_two_seeds_a_side_match_or_see_five_points_from_the_models_spread_image_
     assert (match["pytorch verdict"], match["tensorflow verdict"]) == ("match", "match")
     assert list(cells.set_index("framework")["wrong_answer"].items()) == [
         ("pytorch", False), ("tensorflow", False), ("jax", True)]
-    assert training.match_table(training.accuracy_match(cells)).loc[0, "its noise"] == \
-        "models' spread, image by image"
+    table = training.match_table(training.accuracy_match(cells))
+    assert table.loc[0, "tolerance (99%)"] == f"{match['statistical']:.1%} by image"
 
 
 def test_a_seeds_models_are_compared_with_the_same_seeds_models():

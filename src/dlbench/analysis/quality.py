@@ -60,6 +60,11 @@ def quality(timed: pd.DataFrame) -> Quality | None:
         if column in table:
             table[column] = table[column].map(fmt_fixed)
     table["median ms"] = table["median ms"].map(fmt_ms)
+    # A column blank in every row shown (CI coverage without a simulated check) says
+    # nothing and costs the table its fit on the page (with the flags' reasons beside it).
+    blank = [c for c in table if table[c].map(lambda v: v is None or v == "" or (
+        isinstance(v, float) and np.isnan(v))).all()]
+    table = table.drop(columns=[c for c in blank if c not in ("cell", "flag")])
     beside = timed.get("machine_noise_relative_iqr", missing).dropna()
     noise = None if beside.empty else (float(beside.min()), float(beside.median()),
                                        float(beside.max()))

@@ -63,9 +63,9 @@ MATCH, MISMATCH, UNKNOWN, UNDECIDED = "match", "mismatch", "not established", "u
 _SEVERITY = {MATCH: 0, UNDECIDED: 1, UNKNOWN: 2, MISMATCH: 3}
 # The confidence of a group's verdict (two-sided, shared among its pairs).
 CONFIDENCE = 0.99
-# Where the statistical tolerance's error came from (`_pair`), for reading.
-NOISE = {"images": "models' spread, image by image", "seeds": "models' spread, seed by seed",
-         "binomial": "test set (binomial)"}
+# Where the statistical tolerance's error came from (`_pair`), for reading: the models'
+# spread image by image or seed by seed, or the test set's binomial error.
+NOISE = {"images": "by image", "seeds": "by seed", "binomial": "binomial"}
 
 
 def cells(frame: pd.DataFrame) -> pd.DataFrame:
@@ -348,14 +348,15 @@ def match_table(match: pd.DataFrame) -> pd.DataFrame:
         table = table.rename(columns={column: f"{framework_name(framework)} accuracy"})
     for column in ("difference", "configured", "statistical"):
         table[column] = table[column].map(percent)
-    if "noise" in table:
-        table["noise"] = table["noise"].map(lambda v: NOISE.get(v, "—"))
+    if "noise" in table:  # beside the tolerance it made: one column fewer, to fit the page
+        table["statistical"] = [f"{t} {NOISE[n]}" if n in NOISE else t
+                                for t, n in zip(table["statistical"], table.pop("noise"),
+                                                strict=True)]
     table["verdict"] = [verdict(v, k, d) for v, k, d in
                         zip(table["verdict"], table.pop("seeds"), table.pop("differs"),
                             strict=True)]
     return table.rename(columns={"configured": "tolerance (configured)",
-                                 "statistical": f"tolerance ({CONFIDENCE:.0%})",
-                                 "noise": "its noise"})
+                                 "statistical": f"tolerance ({CONFIDENCE:.0%})"})
 
 
 def verdicts(frame: pd.DataFrame) -> pd.Series:
