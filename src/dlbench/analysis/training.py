@@ -92,10 +92,6 @@ def _seeds(row) -> dict[int, float]:
 def _wrong(row) -> list[set[int]] | None:
     """The test images each of the cell's seeds got wrong (None from a record without)."""
     per_seed = _listed(row.get("training_wrong_images_per_seed"))
-    if per_seed is None:
-        single = row.get("training_wrong_images")
-        per_seed = None if single is None or (np.isscalar(single) and pd.isna(single)) \
-            else [single]
     if per_seed is None or any(w is None or np.isscalar(w) for w in per_seed):
         return None
     return [{int(i) for i in w} for w in per_seed]

@@ -27,7 +27,7 @@ _SKIP = {"samples_ms", "repeats", "method", "warmup_ms", "attempts", "switches"}
 
 def _flatten(prefix: str, values: dict) -> dict:
     """Columns from a nested section: confidence intervals (…_ci95…) become _low/_high,
-    lists of text one '; '-joined string, other lists (per-epoch series; empty ones too)
+    lists of text (and empty lists) one '; '-joined string, other lists (per-epoch series)
     stay lists."""
     row = {}
     for key, value in values.items():
@@ -38,7 +38,7 @@ def _flatten(prefix: str, values: dict) -> dict:
             row.update(_flatten(f"{name}_", value))
         elif isinstance(value, list) and "_ci95" in key:
             row[f"{name}_low"], row[f"{name}_high"] = value
-        elif isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        elif isinstance(value, list) and all(isinstance(v, str) for v in value):
             row[name] = "; ".join(value)
         elif isinstance(value, list):
             row[name] = value

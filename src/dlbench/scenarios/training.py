@@ -237,7 +237,9 @@ class Training(OptimizerSettings, Scenario):
                 "test_accuracy": run.test_accuracy, "train_loss": run.train_loss,
                 "epoch_s": run.epoch_s, "eval_s": run.eval_s,
                 "final_accuracy": run.test_accuracy[-1],
-                "wrong_images": run.wrong_images,
+                # Per seed, as after combining: a list of lists is never empty (an empty
+                # list would be text in the summary, beside other cells' lists).
+                "wrong_images_per_seed": [run.wrong_images],
                 "target_accuracy": settings["target_accuracy"],
                 "time_to_accuracy_s": run.time_to_accuracy_s,
                 "accuracy_tolerance": settings["accuracy_tolerance"],
@@ -276,8 +278,8 @@ class Training(OptimizerSettings, Scenario):
             final_accuracy=sum(accuracies) / len(accuracies),
             accuracy_spread=max(accuracies) - min(accuracies),
             test_accuracy_per_seed=[r["test_accuracy"] for r in runs],
-            wrong_images_per_seed=[r.get("wrong_images") for r in runs])
-        final["training"].pop("wrong_images", None)  # the first seed's: in the list
+            wrong_images_per_seed=[(r.get("wrong_images_per_seed") or [None])[0]
+                                   for r in runs])
         samples = final["timing"]["samples_ms"]
         final["throughput"] = {
             **throughput(samples, records[0]["params"]["batch"], wall_s),
