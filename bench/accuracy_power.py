@@ -85,9 +85,9 @@ def count(folder: Path, per_side: int, draws: int, plants: list[float],
           tolerance: float | None) -> None:
     from dlbench.analysis import training
     from dlbench.analysis.summary import derive
-    from dlbench.records import aggregate
+    from dlbench.records import aggregate, result
 
-    records = {fw: json.loads((folder / f"{fw}.json").read_text()) for fw in STEPS
+    records = {fw: result.read(folder / f"{fw}.json") for fw in STEPS
                if (folder / f"{fw}.json").exists()}
     rng = np.random.default_rng(0)
     seeds = {fw: len(r["training"]["final_accuracies"]) for fw, r in records.items()}
@@ -95,9 +95,10 @@ def count(folder: Path, per_side: int, draws: int, plants: list[float],
     configured = tolerance or records["pytorch"]["training"]["accuracy_tolerance"]
     print(f"{len(records)} frameworks, seeds {seeds}, {images} test images, "
           f"{per_side} seeds a side, {draws} draws, tolerance {100 * configured:g} points")
-    for plant, planted in itertools.product(plants, [None, *records] if plants else [None]):
-        if (plant == 0) != (planted is None):
-            continue
+    # As trained, then each framework planted worse by each non-zero size.
+    cases = [(0, None)] if 0 in plants else []
+    cases += [(plant, fw) for plant in plants if plant for fw in records]
+    for plant, planted in cases:
         verdicts, named, noise, widths = collections.Counter(), collections.Counter(), \
             collections.Counter(), []
         combos = list(itertools.combinations(range(min(seeds.values())), per_side))

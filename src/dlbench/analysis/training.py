@@ -46,6 +46,7 @@ not count; an undecided one is not checked (None).
 """
 
 from collections import Counter
+from fractions import Fraction
 from itertools import combinations
 
 import numpy as np
@@ -149,10 +150,10 @@ def _image_noise(sides: dict[str, dict]) -> dict[str, float] | None:
         return None
     n = int(n)
     shares = {fw: Counter(side["seed_of"]) for fw, side in sides.items()}
-    first = next(iter(shares.values()))
-    paired = all(share.keys() == first.keys()
-                 and all(share[seed] * first.total() == first[seed] * share.total()
-                         for seed in share) for share in shares.values())
+    proportions = [{seed: Fraction(c, share.total()) for seed, c in share.items()}
+                   for share in shares.values()]
+    paired = all(each == proportions[0] for each in proportions)
+    first = shares[next(iter(sides))]
     # Units: a framework's models of one seed — each image's share of them right, their
     # mean accuracy.
     units = []
@@ -236,6 +237,17 @@ def _pair(a: dict, b: dict, configured: float, models: tuple[float, int],
             "seeds": min(a["seeds"], b["seeds"]), "noise": noise}
 
 
+def _pairs(sides: dict[str, dict], configured: float,
+           count: int) -> tuple[dict[tuple[str, str], dict], bool]:
+    """Every pair of `sides` (in their order) compared by `_pair`, with the error from
+    these sides' models alone; and whether it was estimated image by image."""
+    models = _models_variance(list(sides.values()))
+    noise = _image_noise(sides)
+    return {(a, b): _pair(sides[a], sides[b], configured, models, count,
+                          noise[a] + noise[b] if noise else np.nan)
+            for a, b in combinations(sides, 2)}, noise is not None
+
+
 def _worst(verdicts) -> str:
     return max(verdicts, key=_SEVERITY.__getitem__)
 
@@ -286,24 +298,15 @@ def accuracy_match(trained: pd.DataFrame) -> pd.DataFrame:
             continue
         names = sorted(sides, key=framework_rank)
         configured = float(group["training_accuracy_tolerance"].max())
-        models = _models_variance(list(sides.values()))
-        noise = _image_noise(sides)
-        compared = list(combinations(names, 2))
-        pairs = {(a, b): _pair(sides[a], sides[b], configured, models, len(compared),
-                               noise[a] + noise[b] if noise else np.nan)
-                 for a, b in compared}
+        count = len(names) * (len(names) - 1) // 2  # the group's pairs, for Bonferroni
+        pairs, by_image = _pairs({fw: sides[fw] for fw in names}, configured, count)
         worst = max(pairs.values(), key=lambda p: (_SEVERITY[p["verdict"]], p["difference"]))
         accused = _accused(names, {pair: p["verdict"] for pair, p in pairs.items()})
-        kept = [fw for fw in names if fw not in accused]
-        if accused and len(kept) > 1 and noise:
+        kept = {fw: sides[fw] for fw in names if fw not in accused}
+        if accused and len(kept) > 1 and by_image:
             # The others' pairs judged by their own models' spread: the accused models'
             # misses widen one estimated over the whole group.
-            own = _image_noise({fw: sides[fw] for fw in kept})
-            spread = _models_variance([sides[fw] for fw in kept])
-            pairs.update({(a, b): _pair(sides[a], sides[b], configured, spread,
-                                        len(compared),
-                                        own[a] + own[b] if own else np.nan)
-                          for a, b in combinations(kept, 2)})
+            pairs.update(_pairs(kept, configured, count)[0])
         row = dict(zip(GROUP, key, strict=True))
         row.update({f"{fw} accuracy": sides[fw]["accuracy"] for fw in names})
         row.update({f"{fw} seeds": sides[fw]["seeds"] for fw in names})
