@@ -3,14 +3,17 @@ alike are called a match, and how often one trained 2 or 5 points worse is calle
 mismatch (issue 39, item 4).
 
     .venv/bin/python bench/accuracy_power.py train DIR [--seeds 6] [--epochs 4]
+                                                       [--decay-epochs 1] [--model cnn]
+                                                       [--batch 64] [--pipeline w0]
     .venv/bin/python bench/accuracy_power.py count DIR [--per-side 2] [--draws 300]
                                                        [--plant 0 0.02 0.05]
                                                        [--tolerance 0.03]
 
 `train`: the default's training (the CNN on the digits, batch 64, Adam at 0.001, the file
-pipeline w0) in each framework's default step, `--seeds` seeds each (every seed in a fresh
-process), one record per framework in DIR (with each seed's accuracy and the test images
-it got wrong).
+pipeline w0 — or the tests' `--model tiny-cnn --batch 32 --pipeline memory` —; the learning
+rate falling to zero over the last `--decay-epochs`, as by default) in each framework's
+default step, `--seeds` seeds each (every seed in a fresh process), one record per framework
+in DIR (with each seed's accuracy and the test images it got wrong).
 
 `count`: comparisons of the default's shape from those models — `--per-side` seeds, the
 same in every framework, as a run trains them (every set of seeds: 6 seeds give 15 pairs) —
@@ -37,7 +40,8 @@ import numpy as np
 STEPS = {"pytorch": "eager", "tensorflow": "graph", "jax": "jit"}
 
 
-def train(folder: Path, seeds: int, epochs: int) -> None:
+def train(folder: Path, seeds: int, epochs: int, decay_epochs: int, model: str, batch: int,
+          pipeline: str) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "digits"
@@ -47,10 +51,12 @@ def train(folder: Path, seeds: int, epochs: int) -> None:
             out = folder / f"{framework}.json"
             subprocess.run(
                 [sys.executable, "-m", "dlbench", "run", "--scenario=training",
-                 f"--framework={framework}", "--model=cnn", "--device=cpu", "--batch=64",
-                 "--dataset=digits", "--pipeline=w0", "--optimizer=adam",
+                 f"--framework={framework}", f"--model={model}", "--device=cpu",
+                 f"--batch={batch}", "--dataset=digits", f"--pipeline={pipeline}",
+                 "--optimizer=adam",
                  f"--optimization={step}", f"--epochs={epochs}", f"--data={data}",
-                 "--learning-rate=0.001", f"--seeds={seeds}", "--no-ablation",
+                 "--learning-rate=0.001", f"--decay-epochs={decay_epochs}",
+                 f"--seeds={seeds}", "--no-ablation",
                  "--no-breakdown", f"--out={out}"], check=True, capture_output=True)
             training = json.loads(out.read_text())["training"]
             print(f"{framework:10} " + " ".join(
@@ -132,6 +138,10 @@ def main() -> None:
     trained.add_argument("folder", type=Path)
     trained.add_argument("--seeds", type=int, default=6)
     trained.add_argument("--epochs", type=int, default=4)
+    trained.add_argument("--decay-epochs", type=int, default=1)
+    trained.add_argument("--model", default="cnn")
+    trained.add_argument("--batch", type=int, default=64)
+    trained.add_argument("--pipeline", default="w0")
     counted = sub.add_parser("count")
     counted.add_argument("folder", type=Path)
     counted.add_argument("--per-side", type=int, default=2)
@@ -141,7 +151,8 @@ def main() -> None:
                          help="the configured tolerance (default: the records')")
     args = parser.parse_args()
     if args.command == "train":
-        train(args.folder, args.seeds, args.epochs)
+        train(args.folder, args.seeds, args.epochs, args.decay_epochs, args.model,
+              args.batch, args.pipeline)
     else:
         count(args.folder, args.per_side, args.draws, args.plant, args.tolerance)
 

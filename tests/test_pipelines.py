@@ -69,7 +69,7 @@ from dlbench.data import read_manifest
 from dlbench.data.pipeline import parse, variants
 from dlbench.frameworks import load_backend, load_ops
 from dlbench.catalogue.models.vision import MODELS, initial_weights
-from dlbench.catalogue.optimizers import OPTIMIZERS
+from dlbench.catalogue.optimizers import OPTIMIZERS, LearningRate
 from dlbench.catalogue.recipes import optimizations; OPTIMIZATIONS = optimizations("training")
 framework, recipes, manifest = {framework!r}, {recipes!r}, read_manifest({manifest!r})
 ops = load_ops(load_backend(framework, "cpu", 2, 1), "training")
@@ -88,7 +88,7 @@ found = {{}}
 for recipe in recipes:
     optimization = OPTIMIZATIONS[recipe]
     model = ops.build(spec, initial_weights(spec, 0), optimization)
-    opt = ops.optimizer(model, OPTIMIZERS["sgd"], 0.01, optimization)
+    opt = ops.optimizer(model, OPTIMIZERS["sgd"], LearningRate(0.01, 100), optimization)
     step = ops.train_step(model, opt, optimization)
     seen = []
     if framework == "pytorch" and recipe in ("eager", "channels-last"):
@@ -248,7 +248,7 @@ from dlbench.data.pipeline import parse
 from dlbench.frameworks import load_backend, load_ops
 from dlbench.measure.training import ablation
 from dlbench.catalogue.models.vision import MODELS, initial_weights
-from dlbench.catalogue.optimizers import OPTIMIZERS
+from dlbench.catalogue.optimizers import OPTIMIZERS, LearningRate
 from dlbench.catalogue.recipes import optimization
 backend = load_backend({framework!r}, "cpu", 2, 1)
 ops = load_ops(backend, "training")
@@ -257,7 +257,7 @@ out = {{}}
 for apart in (True, False):
     recipe = optimization("training", {recipe!r}, {framework!r})
     model = ops.build(spec, initial_weights(spec, 0), recipe)
-    opt = ops.optimizer(model, OPTIMIZERS["sgd"], 0.01, recipe)
+    opt = ops.optimizer(model, OPTIMIZERS["sgd"], LearningRate(0.01, 100), recipe)
     step = ops.train_step(model, opt, recipe)
     batches = ops.pipeline(manifest, parse("w0"), {batch}, 0)(0)
     record = ablation(step, batches, 3, {batch}, backend.synchronize, 1, 0.0, 3, apart)
@@ -293,6 +293,58 @@ def test_the_ablation_runs_the_timed_program(tiny_data, framework):
     assert apart["batches"] == 3
 
 
+SCHEDULE = """
+import json
+import numpy as np
+from dlbench.data import decode, read_manifest
+from dlbench.data.pipeline import parse
+from dlbench.frameworks import load_backend, load_ops
+from dlbench.measure.training import run_step
+from dlbench.catalogue.models.vision import MODELS, initial_weights
+from dlbench.catalogue.optimizers import OPTIMIZERS, LearningRate
+from dlbench.catalogue.recipes import optimization
+backend = load_backend({framework!r}, "cpu", 2, 1)
+ops = load_ops(backend, "training")
+manifest, spec = read_manifest({manifest!r}), MODELS["tiny-cnn"]
+images = decode(manifest, "test")[0][:16]
+out = {{}}
+for name in {recipes!r}:
+    recipe = optimization("training", name, {framework!r})
+    model = ops.build(spec, initial_weights(spec, 0), recipe)
+    # Full, full, half, then zero: three updates that move the weights, two that cannot.
+    opt = ops.optimizer(model, OPTIMIZERS["sgd"], LearningRate(0.05, 3, 2), recipe)
+    step = ops.train_step(model, opt, recipe)
+    batch = step.to_device(next(iter(ops.pipeline(manifest, parse("memory"), {batch}, 0)(0))))
+    logits = [ops.logits(model, images, manifest)]
+    for _ in range(5):
+        run_step(step, *batch, step.separable, backend.synchronize)
+        logits.append(ops.logits(model, images, manifest))
+    out[name] = [float(np.abs(b - a).max()) for a, b in zip(logits, logits[1:])]
+    ops.release()
+print(json.dumps(out))
+"""
+
+# Each framework's recipes whose steps take the rate in their own way: PyTorch's eager step
+# sets a number, its compiled whole step reads a tensor; TensorFlow's and JAX's compiled steps
+# compute it from the optimizer's count of updates.
+SCHEDULED = {"pytorch": ["eager", "compile-step"], "tensorflow": ["xla"], "jax": ["jit"]}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("framework", list(SCHEDULED))
+def test_every_frameworks_step_follows_the_learning_rate_down_to_zero(tiny_data, framework):
+    """The training step, as a cell runs it, takes the learning rate of each update from the
+    schedule (LearningRate): SGD with momentum at a rate falling to zero after three updates
+    moves the model (its logits on test images) at each of those three and not at all after
+    them — Keras's own SGD, whose velocity carries rate-scaled gradients on, would go on
+    moving it."""
+    found = run_script(SCHEDULE.format(manifest=str(tiny_data / "manifest.json"), batch=BATCH,
+                                       framework=framework, recipes=SCHEDULED[framework]))
+    for recipe, changes in found.items():
+        assert all(change > 1e-4 for change in changes[:3]), (recipe, changes)
+        assert changes[3:] == [0.0, 0.0], (recipe, changes)
+
+
 CEILING = """
 import json, time
 import numpy as np
@@ -301,14 +353,14 @@ from dlbench.data.pipeline import parse
 from dlbench.frameworks import load_backend, load_ops
 from dlbench.measure.training import ablation, run_step
 from dlbench.catalogue.models.vision import MODELS, initial_weights
-from dlbench.catalogue.optimizers import OPTIMIZERS
+from dlbench.catalogue.optimizers import OPTIMIZERS, LearningRate
 from dlbench.catalogue.recipes import optimizations; OPTIMIZATIONS = optimizations("training")
 backend = load_backend("pytorch", "cpu", 1, 1)  # one thread: the other worker's load is noise
 ops = load_ops(backend, "training")
 manifest, spec = read_manifest({manifest!r}), MODELS["cnn"]
 optimization = OPTIMIZATIONS["eager"]
 model = ops.build(spec, initial_weights(spec, 0), optimization)
-opt = ops.optimizer(model, OPTIMIZERS["sgd"], 0.01, optimization)
+opt = ops.optimizer(model, OPTIMIZERS["sgd"], LearningRate(0.01, 100), optimization)
 step = ops.train_step(model, opt, optimization)
 batches = ops.pipeline(manifest, parse("memory"), 32, 0)
 sync = backend.synchronize

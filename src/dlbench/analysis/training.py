@@ -58,7 +58,7 @@ from dlbench.analysis.speedup import valid_speedup
 from dlbench.format import fmt_ms, framework_name, framework_rank
 
 GROUP = ["model", "dataset", "batch", "optimizer", "training_learning_rate",
-         "training_epochs", "precision"]
+         "training_epochs", "training_decay_epochs", "precision"]
 MATCH, MISMATCH, UNKNOWN, UNDECIDED = "match", "mismatch", "not established", "undecided"
 # A group's verdict is its worst pair's.
 _SEVERITY = {MATCH: 0, UNDECIDED: 1, UNKNOWN: 2, MISMATCH: 3}
@@ -70,8 +70,14 @@ NOISE = {"images": "by image", "seeds": "by seed", "binomial": "binomial"}
 
 
 def cells(frame: pd.DataFrame) -> pd.DataFrame:
-    """The training cells that ran, with their accuracy figures."""
-    return frame[frame["timed"] & frame["training_final_accuracy"].notna()]
+    """The training cells that ran, with their accuracy figures (a record from before the
+    learning rate decayed trained at a constant one: 0 epochs decaying)."""
+    return _decay_known(frame[frame["timed"] & frame["training_final_accuracy"].notna()])
+
+
+def _decay_known(trained: pd.DataFrame) -> pd.DataFrame:
+    decay = trained.get("training_decay_epochs", pd.Series(0, index=trained.index))
+    return trained.assign(training_decay_epochs=decay.fillna(0).astype(int))
 
 
 def _listed(value) -> list | None:
@@ -292,7 +298,7 @@ def accuracy_match(trained: pd.DataFrame) -> pd.DataFrame:
     (a list; empty without one). A framework's verdict: mismatch if accused, else the worst
     of its pairs with the frameworks not accused."""
     rows = []
-    for key, group in trained.groupby(GROUP, sort=True):
+    for key, group in _decay_known(trained).groupby(GROUP, sort=True):
         sides = {fw: _side(g) for fw, g in group.groupby("framework")}
         if len(sides) < 2:
             continue
@@ -336,7 +342,9 @@ def match_table(match: pd.DataFrame) -> pd.DataFrame:
 
     table = match.rename(columns={"training_learning_rate": "learning rate",
                                   "training_epochs": "epochs"})
-    table = table.drop(columns=[c for c in table if c.endswith(" verdict")])
+    # The schedule is the run's (one decay_epochs setting), said once beside the table.
+    table = table.drop(columns=[c for c in table if c.endswith(" verdict")
+                                or c == "training_decay_epochs"])
     table["learning rate"] = table["learning rate"].map(lambda v: f"{v:g}")
     table["epochs"] = table["epochs"].astype(int)
     for column in [c for c in table if c.endswith(" accuracy")]:
@@ -364,10 +372,10 @@ def verdicts(frame: pd.DataFrame) -> pd.Series:
     was not compared (not a trained training cell, or no other framework in its group)."""
     result = pd.Series(None, index=frame.index, dtype=object)
     needed = {"training_final_accuracy", "training_accuracy_tolerance", *GROUP}
-    if not needed <= set(frame):
+    if not needed - {"training_decay_epochs"} <= set(frame):
         return result
-    trained = frame[frame["scenario"].eq("training") & frame["status"].eq("ok")
-                    & frame["training_final_accuracy"].notna()]
+    trained = _decay_known(frame[frame["scenario"].eq("training") & frame["status"].eq("ok")
+                                 & frame["training_final_accuracy"].notna()])
     match = accuracy_match(trained) if len(trained) else pd.DataFrame()
     if match.empty:
         return result

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from dlbench.catalogue import recipes
 from dlbench.catalogue.models.vision import MODELS as CNNS
 from dlbench.catalogue.models.vision import get_cnn, initial_weights
-from dlbench.catalogue.optimizers import OPTIMIZERS
+from dlbench.catalogue.optimizers import OPTIMIZERS, LearningRate
 from dlbench.data import pipeline as pipelines
 from dlbench.files import paths
 from dlbench.scenarios import Axis, Scenario, register
@@ -84,6 +84,10 @@ class Training(OptimizerSettings, Scenario):
             "epochs": {"description": "training epochs of every cell", "type": "integer",
                        "minimum": 1, "default": 10},
             **super().settings_schema(),  # the learning rate of each optimizer
+            "decay_epochs": {"description": "the last epochs over which the learning rate "
+                             "falls linearly to zero, in every framework (0: constant; at most "
+                             "epochs)",
+                             "type": "integer", "minimum": 0, "default": 1},
             "target_accuracy": {"description": "the test accuracy whose training time is "
                                 "reported (time to accuracy)", "type": "number",
                                 "exclusiveMinimum": 0, "maximum": 1, "default": 0.7},
@@ -186,6 +190,9 @@ class Training(OptimizerSettings, Scenario):
             raise ValueError(f"{manifest['counts']['train']} training images, batch {batch}, "
                              f"{settings['epochs']} epochs: fewer than the 2 steps a cell "
                              "needs (a first step, and one to time)")
+        decay_epochs = min(settings["decay_epochs"], settings["epochs"])
+        rate = LearningRate(settings["learning_rate"], steps_per_epoch * settings["epochs"],
+                            steps_per_epoch * decay_epochs)
         seed = settings["seed"] + settings.get("repeat", 0)
         spec, optimizer = get_cnn(cell.model), OPTIMIZERS[cell.size("optimizer")]
         files = [Path(manifest["root"]) / path for path, _ in manifest["train"]]
@@ -197,7 +204,7 @@ class Training(OptimizerSettings, Scenario):
         backend.reset_device_memory()
         try:
             model = ops.build(spec, initial_weights(spec, seed), optimization)
-            opt = ops.optimizer(model, optimizer, settings["learning_rate"], optimization)
+            opt = ops.optimizer(model, optimizer, rate, optimization)
             batches = FirstEpoch(ops.pipeline(manifest, pipeline, batch, seed))
             step = ops.train_step(model, opt, optimization)
             clock.mark("model_ready_s")
@@ -233,7 +240,9 @@ class Training(OptimizerSettings, Scenario):
                 "seed": seed, "epochs": settings["epochs"], "steps_per_epoch": steps_per_epoch,
                 "train_images": manifest["counts"]["train"],
                 "test_images": manifest["counts"]["test"],
-                "learning_rate": settings["learning_rate"], "optimizer": optimizer.description,
+                "learning_rate": settings["learning_rate"], "decay_epochs": decay_epochs,
+                "learning_rate_schedule": rate.describe(),
+                "optimizer": optimizer.description,
                 "test_accuracy": run.test_accuracy, "train_loss": run.train_loss,
                 "epoch_s": run.epoch_s, "eval_s": run.eval_s,
                 "final_accuracy": run.test_accuracy[-1],

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from dlbench.catalogue.models.vision import CNN
-    from dlbench.catalogue.optimizers import Optimizer
+    from dlbench.catalogue.optimizers import LearningRate, Optimizer
     from dlbench.catalogue.recipes import Optimization
     from dlbench.data.pipeline import Pipeline
     from dlbench.measure.training import TrainingStep
@@ -26,9 +26,10 @@ class TrainingOps(Protocol):
         """The CNN on the device with the given (canonical-layout) initial weights."""
         ...
 
-    def optimizer(self, model: Any, optimizer: "Optimizer", learning_rate: float,
+    def optimizer(self, model: Any, optimizer: "Optimizer", learning_rate: "LearningRate",
                   optimization: "Optimization") -> Any:
-        """The framework's optimizer of the model's parameters."""
+        """The framework's optimizer of the model's parameters, its learning rate at each
+        update `learning_rate.at(updates made before it)`."""
         ...
 
     def pipeline(self, manifest: dict, pipeline: "Pipeline", batch: int,

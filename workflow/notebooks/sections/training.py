@@ -32,7 +32,8 @@ say("# Training: the same CNN, trained from image files")
 #
 # **Accuracy is the proof that the frameworks trained the same model**, not a ranking: the
 # final test accuracies of cells that should learn alike (same model, data, batch, optimizer,
-# learning rate and epochs) at the same precision — a framework's fp32 recipes together, each
+# learning rate, its schedule and epochs) at the same precision — a framework's fp32 recipes
+# together, each
 # reduced precision apart — are compared against the configured tolerance, the size of a
 # difference that matters, and the statistical one, the difference's noise at 99% for the
 # group as a whole (shared among its pairs): the spread of the trained models (every cell ×
@@ -62,6 +63,11 @@ else:
         show(training_analysis.match_table(match),
              "Final test accuracy per framework and precision (mean over its seeds)",
              left=["model", "dataset", "optimizer", "verdict"])
+        decays = sorted(set(match["training_decay_epochs"]))
+        say("The learning rate, in every framework: "
+            + " or ".join("constant" if d == 0 else
+                          f"falling linearly to zero over the last {d} epoch{'s' * (d > 1)}"
+                          for d in decays) + ".")
         counts = match["verdict"].value_counts()
         say(f"{counts.get('match', 0)} of {len(match)} groups match. "
             + (f"{counts.get('mismatch')} mismatch: the named frameworks' cells' speed does "

@@ -8,17 +8,24 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from dlbench.catalogue.optimizers import Optimizer
+from dlbench.catalogue.optimizers import LearningRate, Optimizer
 
 # PyTorch's GradScaler: the first scale, and after how many finite steps it doubles (it
 # halves after a step with inf/NaN gradients, which is skipped).
 INITIAL_SCALE, GROWTH_INTERVAL = 2.0**16, 2000
 
 
-def make_optimizer(optimizer: Optimizer, learning_rate: float) -> optax.GradientTransformation:
+def make_optimizer(optimizer: Optimizer,
+                   learning_rate: "float | optax.Schedule") -> optax.GradientTransformation:
     if optimizer.name == "sgd":
         return optax.sgd(learning_rate, momentum=optimizer.momentum, nesterov=False)
     return optax.adam(learning_rate, b1=0.9, b2=0.999, eps=1e-7, eps_root=0.0)
+
+
+def schedule(rate: LearningRate) -> "float | optax.Schedule":
+    """dlbench's learning rate as optax's: a function of the updates made before this one
+    (the state's count), or a number where it is constant."""
+    return (lambda count: rate.at(count, jnp.clip)) if rate.decaying else rate.rate
 
 
 def describe(optimizer: Optimizer) -> str:

@@ -22,13 +22,13 @@ import numpy as np
 import optax
 
 from dlbench.catalogue.models.vision import CNN
-from dlbench.catalogue.optimizers import Optimizer
+from dlbench.catalogue.optimizers import LearningRate, Optimizer
 from dlbench.catalogue.recipes import Optimization
 from dlbench.data import decode
 from dlbench.data.pipeline import PAD, Pipeline
 from dlbench.frameworks.jax.conv import conv
 from dlbench.frameworks.jax.loader import EpochSlots, LoadImage, SharedImages, exit_with_parent
-from dlbench.frameworks.jax.optimizer import INITIAL_SCALE, make_optimizer, scaled_update
+from dlbench.frameworks.jax.optimizer import INITIAL_SCALE, make_optimizer, scaled_update, schedule
 
 _COMPUTE = {"bf16": jnp.bfloat16, "fp16": jnp.float16}
 
@@ -130,9 +130,9 @@ class JaxTraining:
         params = jax.device_put(flax_weights(weights, spec), self.device)
         return Model(net, params, jit=optimization.recipe.compiled)
 
-    def optimizer(self, model: Model, optimizer: Optimizer, learning_rate: float,
+    def optimizer(self, model: Model, optimizer: Optimizer, rate: LearningRate,
                   optimization: Optimization) -> optax.GradientTransformation:
-        return make_optimizer(optimizer, learning_rate)
+        return make_optimizer(optimizer, schedule(rate))
 
     # -- input pipelines ---------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from dlbench.catalogue.models.vision import CNN
-from dlbench.catalogue.optimizers import Optimizer
+from dlbench.catalogue.optimizers import LearningRate, Optimizer
 from dlbench.catalogue.recipes import Optimization
 from dlbench.data import decode, read_png
 from dlbench.data.pipeline import PAD, LoaderDied, Pipeline
@@ -37,6 +37,16 @@ def make_optimizer(model: torch.nn.Module, optimizer: Optimizer, learning_rate: 
         return torch.optim.SGD(model.parameters(), lr=learning_rate,
                                momentum=optimizer.momentum, **implementation)
     return torch.optim.Adam(model.parameters(), lr=learning_rate, eps=1e-7, **implementation)
+
+
+def set_rate(opt: torch.optim.Optimizer, rate: float) -> None:
+    """The learning rate of the optimizer's next updates (in place where it is a tensor: a
+    compiled step reads it without recompiling), as PyTorch's schedulers set it."""
+    for group in opt.param_groups:
+        if isinstance(group["lr"], torch.Tensor):
+            group["lr"].fill_(rate)
+        else:
+            group["lr"] = rate
 
 
 class Net(torch.nn.Module):
@@ -156,9 +166,14 @@ class PyTorchTraining:
             model = model.to(memory_format=torch.channels_last)
         return model
 
-    def optimizer(self, model: torch.nn.Module, optimizer: Optimizer, learning_rate: float,
+    def optimizer(self, model: torch.nn.Module, optimizer: Optimizer, rate: LearningRate,
                   optimization: Optimization) -> torch.optim.Optimizer:
-        return make_optimizer(model, optimizer, learning_rate, optimization)
+        opt = make_optimizer(model, optimizer, rate.rate, optimization)
+        if optimization.recipe.name == "compile-step":  # a tensor: no recompiling as it falls
+            for group in opt.param_groups:
+                group["lr"] = torch.tensor(rate.rate)
+        self.rate = rate
+        return opt
 
     # -- input pipelines ---------------------------------------------------------------------
 
@@ -167,6 +182,9 @@ class PyTorchTraining:
         """A function of the epoch that gives that epoch's batches of (images, labels):
         images NCHW and contiguous from every pipeline (the step's `to_device` gives them
         the recipe's memory format)."""
+        # Dropout, and the augmentation of a pipeline without workers, draw from torch's
+        # global generator: the cell's seed, as TensorFlow's and JAX's steps are seeded.
+        torch.manual_seed(seed)
         if pipeline.in_memory:
             return self._memory_pipeline(manifest, batch, seed)
         cache = SharedCache(len(manifest["train"]), tuple(manifest["image_shape"])) \
@@ -238,7 +256,7 @@ class PyTorchTraining:
             dynamo.start()
             self._compiled = True
         model.train()
-        return PyTorchStep(model, opt, optimization, self.device)
+        return PyTorchStep(model, opt, optimization, self.device, self.rate)
 
     def compilation(self) -> dict | None:
         """torch.compile's graphs, breaks and recompilations so far (None uncompiled)."""
@@ -278,9 +296,10 @@ class PyTorchStep:
     step (a gradient scaler in fp16). Losses are device tensors, never read here, so that
     nothing waits for the device that the measurement does not ask to wait for."""
 
-    def __init__(self, model, opt, optimization: Optimization, device):
+    def __init__(self, model, opt, optimization: Optimization, device, rate: LearningRate):
         recipe = optimization.recipe.name
         self.model, self.opt, self.device = model, opt, device
+        self.rate, self.updates = rate, 0
         self.dtype = _AUTOCAST.get(optimization.precision.name)
         self.scaler = torch.amp.GradScaler(device.type) if self.dtype == torch.float16 \
             else None
@@ -289,7 +308,7 @@ class PyTorchStep:
         self.forward = torch.compile(model) if recipe == "compile" else model
         # torch.compile of the whole step: forward, backward and optimizer are one program.
         self.separable = recipe != "compile-step"
-        self.compute = torch.compile(self._compute) if not self.separable else self._compute
+        self.program = torch.compile(self._compute) if not self.separable else self._compute
 
     def to_device(self, batch):
         x, y = batch
@@ -304,6 +323,15 @@ class PyTorchStep:
         return loss.detach()
 
     def optimizer_step(self) -> None:
+        self._next_rate()
+        self._update()
+
+    def _next_rate(self) -> None:
+        """The schedule's rate for the coming update, set outside any compiled program."""
+        set_rate(self.opt, self.rate.at(self.updates))
+        self.updates += 1
+
+    def _update(self) -> None:
         if self.scaler is None:
             self.opt.step()
         else:
@@ -312,8 +340,12 @@ class PyTorchStep:
 
     def _compute(self, x, y) -> torch.Tensor:
         loss = self.forward_backward(x, y)
-        self.optimizer_step()
+        self._update()
         return loss
+
+    def compute(self, x, y) -> torch.Tensor:
+        self._next_rate()
+        return self.program(x, y)
 
     def __call__(self, batch) -> torch.Tensor:
         return self.compute(*self.to_device(batch))

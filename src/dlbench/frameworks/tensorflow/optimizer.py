@@ -19,7 +19,7 @@ import dlbench.frameworks.tensorflow.backend  # noqa: F401
 
 import tensorflow as tf
 
-from dlbench.catalogue.optimizers import Optimizer
+from dlbench.catalogue.optimizers import LearningRate, Optimizer
 from dlbench.catalogue.recipes import Optimization
 
 EPSILON = 1e-7
@@ -37,14 +37,71 @@ class LegacyAdam(tf.keras.optimizers.legacy.Adam):
             1 - coefficients["beta_2_power"])
 
 
-def make_optimizer(optimizer: Optimizer, learning_rate: float,
+class SGD(tf.keras.optimizers.SGD):
+    """tf_keras's SGD with momentum in PyTorch's and optax's form: the velocity sums the
+    gradients (v = μv + g) and each update takes the rate of its step (w -= η_t·v). Keras's
+    own velocity sums rate-scaled gradients (v = μv − η_t·g; w += v): the same steps at a
+    constant rate, other ones while the rate falls (the last epoch, by default)."""
+
+    def update_step(self, gradient, variable):
+        lr = tf.cast(self.learning_rate, variable.dtype)
+        momentum = tf.cast(self.momentum, variable.dtype)
+        velocity = self.momentums[self._index_dict[self._var_key(variable)]]
+        velocity.assign(velocity * momentum)
+        if isinstance(gradient, tf.IndexedSlices):
+            velocity.scatter_add(gradient)
+        else:
+            velocity.assign_add(gradient)
+        variable.assign_sub(lr * velocity)
+
+
+class LegacySGD(tf.keras.optimizers.legacy.SGD):
+    """The legacy SGD (one C++ kernel per variable) in the same form: ResourceApplyMomentum
+    (accum = μ·accum + g; var -= lr·accum) where Keras runs ResourceApplyKerasMomentum."""
+
+    def _coefficients(self, var, apply_state):
+        key = (var.device, var.dtype.base_dtype)
+        return (apply_state or {}).get(key) or self._fallback_apply_state(*key)
+
+    def _resource_apply_dense(self, grad, var, apply_state=None):
+        c = self._coefficients(var, apply_state)
+        return tf.raw_ops.ResourceApplyMomentum(
+            var=var.handle, accum=self.get_slot(var, "momentum").handle, lr=c["lr_t"],
+            grad=grad, momentum=c["momentum"], use_locking=self._use_locking,
+            use_nesterov=False)
+
+    def _resource_apply_sparse(self, grad, var, indices, apply_state=None):
+        c = self._coefficients(var, apply_state)
+        return tf.raw_ops.ResourceSparseApplyMomentum(
+            var=var.handle, accum=self.get_slot(var, "momentum").handle, lr=c["lr_t"],
+            grad=grad, indices=indices, momentum=c["momentum"],
+            use_locking=self._use_locking, use_nesterov=False)
+
+
+class Schedule(tf.keras.optimizers.schedules.LearningRateSchedule):
+    """dlbench's learning rate (catalogue.optimizers.LearningRate) of the optimizer's
+    iterations, the updates made before this one (Keras counts them as the others do)."""
+
+    def __init__(self, rate: LearningRate):
+        self.rate = rate
+
+    def __call__(self, step):
+        return self.rate.at(tf.cast(step, tf.float32), tf.clip_by_value)
+
+    def get_config(self) -> dict:
+        return {"rate": self.rate.rate, "steps": self.rate.steps,
+                "decaying": self.rate.decaying}
+
+
+def make_optimizer(optimizer: Optimizer, learning_rate: "float | Schedule",
                    optimization: Optimization) -> tf.keras.optimizers.Optimizer:
-    """Keras's SGD with momentum or Adam (epsilon added to √v̂) — the legacy classes for the
-    legacy-optimizer recipe —, wrapped for loss scaling in fp16 (as PyTorch's GradScaler)."""
+    """Keras's SGD with momentum (in PyTorch's form) or Adam (epsilon added to √v̂) — the
+    legacy classes for the legacy-optimizer recipe —, wrapped for loss scaling in fp16 (as
+    PyTorch's GradScaler)."""
     legacy = optimization.recipe.name == "legacy-optimizer"
     optimizers = tf.keras.optimizers.legacy if legacy else tf.keras.optimizers
     if optimizer.name == "sgd":
-        opt = optimizers.SGD(learning_rate, momentum=optimizer.momentum)
+        opt = (LegacySGD if legacy else SGD)(learning_rate, momentum=optimizer.momentum)
     elif legacy:
         opt = LegacyAdam(learning_rate, beta_1=0.9, beta_2=0.999, epsilon=EPSILON)
     else:

@@ -16,11 +16,11 @@ import numpy as np
 import tensorflow as tf
 
 from dlbench.catalogue.models.vision import CNN
-from dlbench.catalogue.optimizers import Optimizer
+from dlbench.catalogue.optimizers import LearningRate, Optimizer
 from dlbench.catalogue.recipes import Optimization
 from dlbench.data import damaged_file_error, decode
 from dlbench.data.pipeline import PAD, Pipeline
-from dlbench.frameworks.tensorflow.optimizer import make_optimizer
+from dlbench.frameworks.tensorflow.optimizer import Schedule, make_optimizer
 from dlbench.measure import faults
 
 _POLICIES = {"bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
@@ -143,9 +143,10 @@ class TensorFlowTraining:
                 model.get_layer(name).set_weights(values)
         return model
 
-    def optimizer(self, model, optimizer: Optimizer, learning_rate: float,
+    def optimizer(self, model, optimizer: Optimizer, rate: LearningRate,
                   optimization: Optimization):
-        return make_optimizer(optimizer, learning_rate, optimization)
+        return make_optimizer(optimizer, Schedule(rate) if rate.decaying else rate.rate,
+                              optimization)
 
     # -- input pipelines ---------------------------------------------------------------------
 
