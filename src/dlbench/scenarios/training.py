@@ -191,8 +191,9 @@ class Training(OptimizerSettings, Scenario):
                              f"{settings['epochs']} epochs: fewer than the 2 steps a cell "
                              "needs (a first step, and one to time)")
         decay_epochs = min(settings["decay_epochs"], settings["epochs"])
-        rate = LearningRate(settings["learning_rate"], steps_per_epoch * settings["epochs"],
-                            steps_per_epoch * decay_epochs)
+        schedule = LearningRate(settings["learning_rate"],
+                                steps_per_epoch * settings["epochs"],
+                                steps_per_epoch * decay_epochs)
         seed = settings["seed"] + settings.get("repeat", 0)
         spec, optimizer = get_cnn(cell.model), OPTIMIZERS[cell.size("optimizer")]
         files = [Path(manifest["root"]) / path for path, _ in manifest["train"]]
@@ -204,7 +205,7 @@ class Training(OptimizerSettings, Scenario):
         backend.reset_device_memory()
         try:
             model = ops.build(spec, initial_weights(spec, seed), optimization)
-            opt = ops.optimizer(model, optimizer, rate, optimization)
+            opt = ops.optimizer(model, optimizer, schedule, optimization)
             batches = FirstEpoch(ops.pipeline(manifest, pipeline, batch, seed))
             step = ops.train_step(model, opt, optimization)
             clock.mark("model_ready_s")
@@ -241,7 +242,7 @@ class Training(OptimizerSettings, Scenario):
                 "train_images": manifest["counts"]["train"],
                 "test_images": manifest["counts"]["test"],
                 "learning_rate": settings["learning_rate"], "decay_epochs": decay_epochs,
-                "learning_rate_schedule": rate.describe(),
+                "learning_rate_schedule": schedule.describe(),
                 "optimizer": optimizer.description,
                 "test_accuracy": run.test_accuracy, "train_loss": run.train_loss,
                 "epoch_s": run.epoch_s, "eval_s": run.eval_s,
