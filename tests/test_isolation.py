@@ -59,6 +59,7 @@ print(made, os.path.isdir(during), os.environ.get("TORCHINDUCTOR_CACHE_DIR") == 
     assert python(code) == "True False False /mine"
 
 
+@pytest.mark.slow  # a framework process or more each: 11-21 s, the full suite's
 def test_inductors_instruction_set_probe_is_made_once_per_machine():
     """The probe of the vector instruction sets (a program compiled per set, 7-10 s on 2
     cores) goes to a folder kept in the temporary folder, not to a compile cell's fresh

@@ -36,6 +36,7 @@ def _peak(tmp_path, precision: str, *extra: str, env: dict | None = None, thread
     return json.loads(out.read_text()), run.stdout
 
 
+@pytest.mark.slow  # a framework process or more each: 11-21 s, the full suite's
 def test_every_library_is_measured_and_the_best_is_the_named_peak(tmp_path):
     record, line = _peak(tmp_path, "fp32", "--seconds=0.3", "--size=256", "--size=384")
     # Every library every registered framework declares for the CPU.
@@ -88,6 +89,7 @@ def test_the_onednn_path_runs_onednn_and_the_default_does_not(tmp_path, library,
     assert ("primitive,exec,cpu,inner_product" in log) is onednn
 
 
+@pytest.mark.slow  # a framework process or more each: 11-21 s, the full suite's
 @pytest.mark.parametrize("precision", ["bf16", "tf32"])
 def test_a_precision_runs_only_where_the_device_has_it(tmp_path, precision):
     record, _ = _peak(tmp_path, precision, "--seconds=0.2", "--size=256",

@@ -77,6 +77,7 @@ SHAPES = {
 }
 
 
+@pytest.mark.slow  # a framework process or more each: 11-21 s, the full suite's
 def test_every_framework_builds_the_same_function(tmp_path):
     """Same parameter count, the same layers in each framework's layout, and the same
     logits for one batch with dropout off, from the same initial weights (PyTorch's are
@@ -323,8 +324,9 @@ def digits_data(tmp_path_factory):
     return folder
 
 
-# The accuracy match's settings: the tiny CNN on the digits, Adam, two seeds, 8 epochs (its
-# plateau: 97.5-98.9% over six seeds in each framework, bench/accuracy_power.py).
+# The accuracy match's settings: the tiny CNN on the digits, Adam, two seeds, 8 epochs, the
+# last one decaying (its plateau: 97.5-99.2% over six seeds in each framework, the match's
+# 99% tolerance 0.9-1.2 points; after 5 epochs 95.8-98.6% and up to 8.4: bench/accuracy_power.py).
 MATCHED = ["--dataset=digits", "--batch=32", "--optimizer=adam", "--seeds=2"]
 EPOCHS = 8
 
@@ -403,10 +405,11 @@ def test_the_match_tells_two_different_models_from_the_same_one(tmp_path, digits
     same settings (its default step) is never a mismatch, and a **match** wherever its
     models pass the independence check — the models' spread, estimated image by image, is
     narrow enough to see the configured 2 points (six seeds a framework of these settings:
-    every one of the 15 pairs of seeds matched, bench/accuracy_power.py). A final model
-    that dipped as a whole (Adam at a constant rate: one of TensorFlow's went 98.6 → 96.1%
-    in its last epoch, in one of this test's first two runs) fails the check: undecided, by
-    the seeds' spread. One framework's models 5 points worse (18 more test images wrong
+    every one of the 15 pairs of seeds matched, bench/accuracy_power.py). Models that vary
+    as a whole fail the check (by design in 1% of the runs of alike ones; before the rate
+    decayed, a final model caught in one of Adam's dips — one of TensorFlow's went 98.6 →
+    96.1% in its last epoch — failed it in one of this test's first two runs): undecided,
+    by the seeds' spread. One framework's models 5 points worse (18 more test images wrong
     each, planted in its real records) is then a mismatch that names it, the others still
     a match — and never a match where the check failed. A PyTorch cell trained with a
     learning rate 10,000× lower — a framework that ignores its learning rate, say — while

@@ -31,7 +31,7 @@ class LearningRate:
     rate / decaying; the ablation's updates after training at zero). At a constant rate Adam
     moves a model by 1-2.5 points of test accuracy between epochs even near its plateau, so
     a final model would be a draw of that wander; decayed, it settles where the training
-    led (docs/measuring.md, "Accuracy")."""
+    led (config/README.md, `training.decay_epochs`)."""
 
     rate: float
     steps: int

@@ -130,9 +130,9 @@ class JaxTraining:
         params = jax.device_put(flax_weights(weights, spec), self.device)
         return Model(net, params, jit=optimization.recipe.compiled)
 
-    def optimizer(self, model: Model, optimizer: Optimizer, rate: LearningRate,
+    def optimizer(self, model: Model, optimizer: Optimizer, learning_rate: LearningRate,
                   optimization: Optimization) -> optax.GradientTransformation:
-        return make_optimizer(optimizer, schedule(rate))
+        return make_optimizer(optimizer, schedule(learning_rate))
 
     # -- input pipelines ---------------------------------------------------------------------
 

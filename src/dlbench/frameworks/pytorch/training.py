@@ -153,6 +153,7 @@ class PyTorchTraining:
         self.device = backend.device
         self.caches = InductorCaches()
         self._compiled = False
+        self.learning_rate: LearningRate | None = None  # the optimizer's, for its step
 
     # -- model and optimizer ---------------------------------------------------------------
 
@@ -166,13 +167,14 @@ class PyTorchTraining:
             model = model.to(memory_format=torch.channels_last)
         return model
 
-    def optimizer(self, model: torch.nn.Module, optimizer: Optimizer, rate: LearningRate,
+    def optimizer(self, model: torch.nn.Module, optimizer: Optimizer,
+                  learning_rate: LearningRate,
                   optimization: Optimization) -> torch.optim.Optimizer:
-        opt = make_optimizer(model, optimizer, rate.rate, optimization)
+        opt = make_optimizer(model, optimizer, learning_rate.rate, optimization)
         if optimization.recipe.name == "compile-step":  # a tensor: no recompiling as it falls
             for group in opt.param_groups:
-                group["lr"] = torch.tensor(rate.rate)
-        self.rate = rate
+                group["lr"] = torch.tensor(learning_rate.rate)
+        self.learning_rate = learning_rate
         return opt
 
     # -- input pipelines ---------------------------------------------------------------------
@@ -256,7 +258,7 @@ class PyTorchTraining:
             dynamo.start()
             self._compiled = True
         model.train()
-        return PyTorchStep(model, opt, optimization, self.device, self.rate)
+        return PyTorchStep(model, opt, optimization, self.device, self.learning_rate)
 
     def compilation(self) -> dict | None:
         """torch.compile's graphs, breaks and recompilations so far (None uncompiled)."""

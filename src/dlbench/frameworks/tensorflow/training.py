@@ -143,10 +143,10 @@ class TensorFlowTraining:
                 model.get_layer(name).set_weights(values)
         return model
 
-    def optimizer(self, model, optimizer: Optimizer, rate: LearningRate,
+    def optimizer(self, model, optimizer: Optimizer, learning_rate: LearningRate,
                   optimization: Optimization):
-        return make_optimizer(optimizer, Schedule(rate) if rate.decaying else rate.rate,
-                              optimization)
+        rate = Schedule(learning_rate) if learning_rate.decaying else learning_rate.rate
+        return make_optimizer(optimizer, rate, optimization)
 
     # -- input pipelines ---------------------------------------------------------------------
 
