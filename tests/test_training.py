@@ -939,15 +939,19 @@ SCALED = """
 import json
 import jax.numpy as jnp
 import numpy as np
-from dlbench.frameworks.jax.optimizer import INITIAL_SCALE, make_optimizer, scaled_update
-from dlbench.catalogue.optimizers import OPTIMIZERS
-opt = make_optimizer(OPTIMIZERS["sgd"], 0.1)
+from dlbench.frameworks.jax.optimizer import (INITIAL_SCALE, make_optimizer, scaled_update,
+                                              schedule)
+from dlbench.catalogue.optimizers import OPTIMIZERS, LearningRate
+# SGD with momentum 0.9 (v = 0.9 v + g; w -= rate × v) at the rate 0.1, then 0.05.
+opt = make_optimizer(OPTIMIZERS["sgd"], schedule(LearningRate(0.1, 2, 2)))
 params = {{"w": jnp.ones(3)}}
 state, scale, good = opt.init(params), jnp.float32(INITIAL_SCALE), jnp.int32(0)
 grads = {{"w": jnp.asarray(json.loads({grads!r}), jnp.float32) * scale}}
 params, state, scale, good = scaled_update(opt, grads, state, params, scale, good)
-print(json.dumps({{"w": np.asarray(params["w"]).tolist(), "scale": float(scale),
-                  "good": int(good)}}))
+first = {{"w": np.asarray(params["w"]).tolist(), "scale": float(scale), "good": int(good)}}
+ones = {{"w": jnp.ones(3, jnp.float32) * scale}}
+params, state, scale, good = scaled_update(opt, ones, state, params, scale, good)
+print(json.dumps({{**first, "then": np.asarray(params["w"]).tolist()}}))
 """
 
 
@@ -956,12 +960,17 @@ print(json.dumps({{"w": np.asarray(params["w"]).tolist(), "scale": float(scale),
                                                 ([1.0, float("inf"), 3.0], False)])
 def test_jax_fp16_skips_a_step_with_inf_gradients_and_halves_its_scale(grads, applied):
     """JAX's loss scaling (optax has none), as PyTorch's GradScaler: finite gradients are
-    unscaled and applied; one inf among them skips the step and halves the scale."""
+    unscaled and applied; one inf among them skips the step and halves the scale. The
+    learning rate's schedule counts the skipped step all the same (as PyTorch's and Keras's
+    do): the next step takes the second step's rate, half the first's."""
     found = json.loads(python(SCALED.format(grads=json.dumps(grads))).strip().splitlines()[-1])
     expected = [1 - 0.1 * g for g in grads] if applied else [1.0, 1.0, 1.0]
     assert np.allclose(found["w"], expected)
     assert found["scale"] == 2.0**16 * (1 if applied else 0.5)
     assert found["good"] == (1 if applied else 0)
+    velocity = [1 + 0.9 * g for g in grads] if applied else [1.0, 1.0, 1.0]
+    assert np.allclose(found["then"], [w - 0.05 * v for w, v in zip(expected, velocity,
+                                                                    strict=True)])
 
 
 def test_the_wall_time_per_step_and_its_interval_widen_with_the_seeds_spread():

@@ -342,9 +342,13 @@ def match_table(match: pd.DataFrame) -> pd.DataFrame:
 
     table = match.rename(columns={"training_learning_rate": "learning rate",
                                   "training_epochs": "epochs"})
-    # The schedule is the run's (one decay_epochs setting), said once beside the table.
-    table = table.drop(columns=[c for c in table if c.endswith(" verdict")
-                                or c == "training_decay_epochs"])
+    table = table.drop(columns=[c for c in table if c.endswith(" verdict")])
+    # A run's schedule is one setting, said beside the table; a column where groups differ
+    # by it alone (records from before the rate decayed beside later ones).
+    decay = table.pop("training_decay_epochs")
+    if decay.nunique() > 1:
+        table.insert(table.columns.get_loc("epochs") + 1, "decaying",
+                     ["constant" if d == 0 else f"last {d}" for d in decay])
     table["learning rate"] = table["learning rate"].map(lambda v: f"{v:g}")
     table["epochs"] = table["epochs"].astype(int)
     for column in [c for c in table if c.endswith(" accuracy")]:

@@ -29,7 +29,8 @@ class TrainingOps(Protocol):
     def optimizer(self, model: Any, optimizer: "Optimizer", learning_rate: "LearningRate",
                   optimization: "Optimization") -> Any:
         """The framework's optimizer of the model's parameters, its learning rate at each
-        update `learning_rate.at(updates made before it)`."""
+        update `learning_rate.at(steps taken before it)` (a step that fp16's loss scaling
+        skipped counts)."""
         ...
 
     def pipeline(self, manifest: dict, pipeline: "Pipeline", batch: int,

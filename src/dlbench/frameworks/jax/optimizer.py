@@ -49,4 +49,10 @@ def scaled_update(opt: optax.GradientTransformation, grads, opt_state, params, s
     grown = good_steps + 1 == GROWTH_INTERVAL
     scale = jnp.where(finite, jnp.where(grown, scale * 2, scale), scale / 2)
     good_steps = jnp.where(finite & ~grown, good_steps + 1, 0)
-    return keep(new_params, params), keep(new_state, opt_state), scale, good_steps
+    # A skipped step keeps the optimizer's state, but the schedule counts it, as PyTorch's
+    # schedulers (stepped every iteration) and Keras's iterations (advanced by its loss
+    # scaling's skipped steps) count it.
+    counted = lambda x: isinstance(x, optax.ScaleByScheduleState)  # noqa: E731
+    state = jax.tree.map(lambda new, old: new if counted(new) else old,
+                         new_state, keep(new_state, opt_state), is_leaf=counted)
+    return keep(new_params, params), state, scale, good_steps

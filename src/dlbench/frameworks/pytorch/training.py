@@ -153,7 +153,6 @@ class PyTorchTraining:
         self.device = backend.device
         self.caches = InductorCaches()
         self._compiled = False
-        self.learning_rate: LearningRate | None = None  # the optimizer's, for its step
 
     # -- model and optimizer ---------------------------------------------------------------
 
@@ -174,7 +173,7 @@ class PyTorchTraining:
         if optimization.recipe.name == "compile-step":  # a tensor: no recompiling as it falls
             for group in opt.param_groups:
                 group["lr"] = torch.tensor(learning_rate.rate)
-        self.learning_rate = learning_rate
+        opt.dlbench_schedule = learning_rate  # the step sets each update's rate from it
         return opt
 
     # -- input pipelines ---------------------------------------------------------------------
@@ -258,7 +257,7 @@ class PyTorchTraining:
             dynamo.start()
             self._compiled = True
         model.train()
-        return PyTorchStep(model, opt, optimization, self.device, self.learning_rate)
+        return PyTorchStep(model, opt, optimization, self.device, opt.dlbench_schedule)
 
     def compilation(self) -> dict | None:
         """torch.compile's graphs, breaks and recompilations so far (None uncompiled)."""

@@ -9,7 +9,12 @@ gradients of 1e-5 to 0.1).
 Both Keras classes are kept — tf_keras's Adam (ops per variable) and the legacy one (one
 C++ kernel per variable, ResourceApplyAdam; the legacy-optimizer recipe) — and given
 epsilon × √(1 − β₂ᵗ) as their epsilon hat, which is the same update:
-lr·√(1−β₂ᵗ)/(1−β₁ᵗ) · m / (√v + ε√(1−β₂ᵗ)) = lr/(1−β₁ᵗ) · m / (√v/√(1−β₂ᵗ) + ε)."""
+lr·√(1−β₂ᵗ)/(1−β₁ᵗ) · m / (√v + ε√(1−β₂ᵗ)) = lr/(1−β₁ᵗ) · m / (√v/√(1−β₂ᵗ) + ε).
+
+SGD with momentum: Keras's velocity sums rate-scaled gradients, PyTorch's and optax's sum the
+gradients and the rate scales the step — the same steps at a constant rate, other ones while
+it falls (the training scenario's last epoch). Under a falling rate (a `Schedule`) `SGD` and
+`LegacySGD` take PyTorch's form (tests/test_adam.py)."""
 
 # The backend first: it sets the environment (tf.keras is tf_keras) that the framework
 # reads when it loads.
@@ -92,16 +97,24 @@ class Schedule(tf.keras.optimizers.schedules.LearningRateSchedule):
         return {"rate": self.rate.rate, "steps": self.rate.steps,
                 "decaying": self.rate.decaying}
 
+    @classmethod
+    def from_config(cls, config: dict) -> "Schedule":
+        return cls(LearningRate(**config))
+
 
 def make_optimizer(optimizer: Optimizer, learning_rate: "float | Schedule",
                    optimization: Optimization) -> tf.keras.optimizers.Optimizer:
-    """Keras's SGD with momentum (in PyTorch's form) or Adam (epsilon added to √v̂) — the
-    legacy classes for the legacy-optimizer recipe —, wrapped for loss scaling in fp16 (as
-    PyTorch's GradScaler)."""
+    """Keras's SGD with momentum (in PyTorch's form under a falling rate) or Adam (epsilon
+    added to √v̂) — the legacy classes for the legacy-optimizer recipe —, wrapped for loss
+    scaling in fp16 (as PyTorch's GradScaler)."""
     legacy = optimization.recipe.name == "legacy-optimizer"
     optimizers = tf.keras.optimizers.legacy if legacy else tf.keras.optimizers
     if optimizer.name == "sgd":
-        opt = (LegacySGD if legacy else SGD)(learning_rate, momentum=optimizer.momentum)
+        # PyTorch's form where the rate changes; Keras's own, the same steps, where it does
+        # not (the train_step scenario's, whose recorded kernels are Keras's).
+        sgd = (LegacySGD if legacy else SGD) if isinstance(learning_rate, Schedule) \
+            else optimizers.SGD
+        opt = sgd(learning_rate, momentum=optimizer.momentum)
     elif legacy:
         opt = LegacyAdam(learning_rate, beta_1=0.9, beta_2=0.999, epsilon=EPSILON)
     else:

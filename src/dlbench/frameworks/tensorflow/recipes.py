@@ -21,7 +21,8 @@ RECIPES = (
     Recipe("xla", "the training step as tf.function(jit_compile=True): XLA", TRAINING,
            compiled=True),
     Recipe("legacy-optimizer", "the optimizer of tf.keras.optimizers.legacy (eager): one C++ "
-           "kernel per variable (ResourceApplyAdam, ResourceApplyKerasMomentum), the "
+           "kernel per variable (ResourceApplyAdam; ResourceApplyKerasMomentum, or "
+           "ResourceApplyMomentum where the learning rate falls), the "
            "implementation before TensorFlow 2.11, whose optimizers compose TensorFlow ops",
            TRAINING),
     Recipe("channels-first", "convolutions in channels_first (NCHW)", TRAINING,
