@@ -70,12 +70,13 @@ NOISE = {"images": "by image", "seeds": "by seed", "binomial": "binomial"}
 
 
 def cells(frame: pd.DataFrame) -> pd.DataFrame:
-    """The training cells that ran, with their accuracy figures (a record from before the
-    learning rate decayed trained at a constant one: 0 epochs decaying)."""
-    return _decay_known(frame[frame["timed"] & frame["training_final_accuracy"].notna()])
+    """The training cells that ran, with their accuracy figures."""
+    return frame[frame["timed"] & frame["training_final_accuracy"].notna()]
 
 
 def _decay_known(trained: pd.DataFrame) -> pd.DataFrame:
+    """A record from before the learning rate decayed trained at a constant one: 0 epochs
+    decaying."""
     decay = trained.get("training_decay_epochs", pd.Series(0, index=trained.index))
     return trained.assign(training_decay_epochs=decay.fillna(0).astype(int))
 

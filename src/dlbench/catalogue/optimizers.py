@@ -37,16 +37,9 @@ class LearningRate:
     steps: int
     decaying: int = 0  # 0: constant
 
-    def at(self, step, clip=None):
+    def at(self, step, clip=lambda x, low, high: max(low, min(high, x))):
         """The rate of the update after `step` updates (a number, or a framework's array
         with that framework's `clip(x, low, high)`)."""
         if not self.decaying:
-            return self.rate + 0 * step
-        left = (self.steps - step) / self.decaying
-        return self.rate * (clip(left, 0.0, 1.0) if clip else max(0.0, min(1.0, left)))
-
-    def describe(self) -> str:
-        if not self.decaying:
-            return f"{self.rate:g}, constant"
-        return (f"{self.rate:g}, falling linearly to zero over the last {self.decaying} of "
-                f"{self.steps} steps")
+            return self.rate
+        return self.rate * clip((self.steps - step) / self.decaying, 0.0, 1.0)

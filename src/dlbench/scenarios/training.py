@@ -242,7 +242,6 @@ class Training(OptimizerSettings, Scenario):
                 "train_images": manifest["counts"]["train"],
                 "test_images": manifest["counts"]["test"],
                 "learning_rate": settings["learning_rate"], "decay_epochs": decay_epochs,
-                "learning_rate_schedule": schedule.describe(),
                 "optimizer": optimizer.description,
                 "test_accuracy": run.test_accuracy, "train_loss": run.train_loss,
                 "epoch_s": run.epoch_s, "eval_s": run.eval_s,

@@ -26,7 +26,8 @@ from dlbench.measure import faults
 _AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
-def make_optimizer(model: torch.nn.Module, optimizer: Optimizer, learning_rate: float,
+def make_optimizer(model: torch.nn.Module, optimizer: Optimizer,
+                   learning_rate: "float | torch.Tensor",
                    optimization: Optimization) -> torch.optim.Optimizer:
     """The optimizer of every PyTorch training scenario: SGD with momentum or Adam (epsilon
     1e-7, Keras's default), in the implementation the recipe names (foreach, fused; else
@@ -169,10 +170,11 @@ class PyTorchTraining:
     def optimizer(self, model: torch.nn.Module, optimizer: Optimizer,
                   learning_rate: LearningRate,
                   optimization: Optimization) -> torch.optim.Optimizer:
-        opt = make_optimizer(model, optimizer, learning_rate.rate, optimization)
-        if optimization.recipe.name == "compile-step":  # a tensor: no recompiling as it falls
-            for group in opt.param_groups:
-                group["lr"] = torch.tensor(learning_rate.rate)
+        # A tensor where the step is compiled whole: the program reads it, no recompiling as
+        # the rate falls.
+        rate = torch.tensor(learning_rate.rate) if optimization.recipe.name == "compile-step" \
+            else learning_rate.rate
+        opt = make_optimizer(model, optimizer, rate, optimization)
         opt.dlbench_schedule = learning_rate  # the step sets each update's rate from it
         return opt
 

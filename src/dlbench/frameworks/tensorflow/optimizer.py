@@ -102,6 +102,12 @@ class Schedule(tf.keras.optimizers.schedules.LearningRateSchedule):
         return cls(LearningRate(**config))
 
 
+def schedule(rate: LearningRate) -> "float | Schedule":
+    """dlbench's learning rate as Keras's: a schedule of the iterations, or a number where
+    it is constant."""
+    return Schedule(rate) if rate.decaying else rate.rate
+
+
 def make_optimizer(optimizer: Optimizer, learning_rate: "float | Schedule",
                    optimization: Optimization) -> tf.keras.optimizers.Optimizer:
     """Keras's SGD with momentum (in PyTorch's form under a falling rate) or Adam (epsilon

@@ -20,7 +20,7 @@ from dlbench.catalogue.optimizers import LearningRate, Optimizer
 from dlbench.catalogue.recipes import Optimization
 from dlbench.data import damaged_file_error, decode
 from dlbench.data.pipeline import PAD, Pipeline
-from dlbench.frameworks.tensorflow.optimizer import Schedule, make_optimizer
+from dlbench.frameworks.tensorflow.optimizer import make_optimizer, schedule
 from dlbench.measure import faults
 
 _POLICIES = {"bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
@@ -145,8 +145,7 @@ class TensorFlowTraining:
 
     def optimizer(self, model, optimizer: Optimizer, learning_rate: LearningRate,
                   optimization: Optimization):
-        rate = Schedule(learning_rate) if learning_rate.decaying else learning_rate.rate
-        return make_optimizer(optimizer, rate, optimization)
+        return make_optimizer(optimizer, schedule(learning_rate), optimization)
 
     # -- input pipelines ---------------------------------------------------------------------
 
