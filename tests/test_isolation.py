@@ -174,14 +174,17 @@ def _reference_job(job: str, weights, out=None) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def tiny_gpt2_weights(tmp_path_factory):
-    """The reference weights of tiny-gpt2, made once for the output and the generation jobs
-    (a process importing PyTorch and transformers: seconds of CPU each)."""
+def tiny_gpt2_weights(tmp_path_factory) -> tuple[Path, str]:
+    """The reference weights of tiny-gpt2 as the workflow's weights job makes them, and that
+    job's import profile: made once for the weights job's own check and for the output and
+    generation jobs that start from them (a process importing PyTorch and transformers:
+    seconds of CPU each)."""
     weights = tmp_path_factory.mktemp("weights") / "model.safetensors"
     made = subprocess.run([sys.executable, *_reference_job("weights", weights)],
-                          capture_output=True, text=True, timeout=300, env=tool_env())
-    assert made.returncode == 0, made.stderr[-3000:]
-    return weights
+                          capture_output=True, text=True, timeout=300,
+                          env=tool_env(PYTHONPROFILEIMPORTTIME="1"))
+    assert made.returncode == 0 and weights.exists(), made.stderr[-3000:]
+    return weights, made.stderr
 
 
 @pytest.mark.parametrize("job,framework", [
@@ -192,12 +195,16 @@ def test_the_workflows_other_jobs_of_one_framework_import_nothing_unused(request
     """The reference weights, output and generation (PyTorch's) and a peak library's GEMMs,
     as the workflow's rules run them: one framework a process, as a cell's, and none of its
     unused imports."""
-    if job in ("output", "generation"):  # from the weights, made once for both
-        weights = request.getfixturevalue("tiny_gpt2_weights")
-    else:
-        weights = tmp_path / "model.safetensors"
-    out = weights if job == "weights" else tmp_path / "out"
-    args = _peak_job(framework, out) if job == "peak" else _reference_job(job, weights, out)
+    if job == "peak":
+        out = tmp_path / "out"
+        args = _peak_job(framework, out)
+    else:  # the weights job is the fixture's; the others start from its weights
+        weights, profile = request.getfixturevalue("tiny_gpt2_weights")
+        if job == "weights":
+            _imports_of_one_framework(framework, profile)
+            return
+        out = tmp_path / "out"
+        args = _reference_job(job, weights, out)
     done = subprocess.run([sys.executable, *args], capture_output=True, text=True,
                           timeout=300, env=tool_env(PYTHONPROFILEIMPORTTIME="1"))
     assert done.returncode == 0 and out.exists(), done.stderr[-3000:]
