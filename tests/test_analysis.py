@@ -460,6 +460,11 @@ def test_quality_shows_the_flagged_cells_least_stable_first():
     assert measured.table["cell"].tolist() == ["pytorch_bert_cpu_b1_s2_eager",
                                                "pytorch_bert_cpu_b1_s8_eager"]
     assert measured.table["IQR / median"].tolist() == ["50.0%", "20.0%"]
+    # In rounds, the spread within a process as the unstable flag judges it (the median of
+    # the rounds'), not the pooled samples', which count the drift between rounds.
+    rounds = quality.quality(timed(rows.assign(rounds_relative_iqr=[[0.1, 0.12], [0.4, 0.3],
+                                                                   [0.01, 0.02]])))
+    assert rounds.table["IQR / median"].tolist() == ["35.0%", "11.0%"]
     calm = quality.quality(timed(rows.assign(flags_unstable=False)))
     assert calm.flagged == 0 and calm.table["median ms"].tolist() == ["3.00", "2.00", "1.00"]
     assert quality.quality(timed(frame(cell(median=1.0)))) is None

@@ -463,6 +463,22 @@ def test_combining_repeats_makes_a_new_record_and_leaves_the_repeats_as_they_wer
         passed_on["timing"]["median_ms"] = -1.0  # the record's own, not the repeat's
     assert records == before
 
+def test_the_combined_record_shows_the_highest_load_any_process_saw():
+    """The busy flag judges every process's window; the record's other load and stolen
+    share are the highest of them, not the first process's (a default run's quality table
+    showed 0.01 cores for a cell whose second round saw 0.05)."""
+    from dlbench import scenarios
+
+    records = [repeat_record([10.0, 10.1, 10.2]) for _ in range(3)]
+    for record, load, steal in zip(records, (0.01, 0.3, 0.05), (0.0, 0.01, 0.2), strict=True):
+        record["utilization"] = {"other_load_cores": load, "steal_fraction": steal,
+                                 "process_cpu_cores_mean": 1.9}
+    combined = scenarios.Scenario().combine(records)
+    assert combined["utilization"]["other_load_cores"] == 0.3
+    assert combined["utilization"]["steal_fraction"] == 0.2
+    assert combined["flags"]["busy_machine"]  # 0.3 cores of 2 threads' worth: above 0.25
+
+
 def test_combined_memory_figures_come_from_one_process():
     """Two processes of a cell, one where it loaded its group's model (a high load peak),
     one where it found it loaded: the cell keeps the figures of the process with the

@@ -220,3 +220,28 @@ def test_a_cell_whose_processes_disagree_beyond_the_drift_is_flagged():
     assert headline.rests_on_flagged(flagged[~jit]) == ""
     noisy = _rounds_frame(levels, [0.2, 0.0, 0.2, 0.0], 0.10, rng)
     assert not noisy["flags_spread_between_processes"].any()
+
+
+def test_the_fastest_is_the_fastest_by_the_ratio_the_answer_gives():
+    """In rounds, a cell's time is the geometric mean of its rounds' medians, the level its
+    paired ratios compare: ranked by the pooled median instead, PyTorch (100 and 150 ms in
+    its two rounds, 110 pooled) was named the fastest over TensorFlow (118 and 125 ms, 121
+    pooled) with a runner-up ratio below 1 (0.99×), and the times shown did not divide to
+    the ratio (the default run of 2026-11-30: 0.96×)."""
+    from dlbench.format import fmt_fixed
+
+    summary = frame(
+        cell("pytorch", "eager", 110.0, model="bert-base-uncased", seqlen=16,
+             rounds_median_ms=[100.0, 150.0]),
+        cell("tensorflow", "graph", 121.0, model="bert-base-uncased", seqlen=16,
+             rounds_median_ms=[118.0, 125.0])).assign(scenario="inference")
+    level = {"pytorch": math.sqrt(100 * 150), "tensorflow": math.sqrt(118 * 125)}
+    assert summary.set_index("framework")["headline_ms"].to_dict() == pytest.approx(level)
+    answer = headline.winners(summary)["inference"].iloc[0]
+    assert answer["fastest"] == "TensorFlow graph"
+    assert answer[headline.MEDIAN] == fmt_fixed(level["tensorflow"], 3)
+    by = float(answer["by how much"].removeprefix("tie: ").split("×")[0])
+    assert by >= 1 and by == pytest.approx(level["pytorch"] / level["tensorflow"], abs=0.005)
+    table = ratio.against_fastest(summary).set_index("framework")
+    assert table.loc["tensorflow", "verdict"] == "fastest"
+    assert table.loc["pytorch", "ratio"] == pytest.approx(level["pytorch"] / level["tensorflow"])

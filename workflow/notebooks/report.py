@@ -66,10 +66,13 @@ display(HTML(f'<nav id="{CONTENTS_ID}"></nav>'))
 # cells whose output was right (a wrong answer never wins), its precision and time, and
 # **by how much** it beats the runner-up: the runner-up's time over the fastest's (training:
 # the wall time per step) with its 95% interval. Where the cells were measured in rounds
-# (the default: each round in fresh processes, the frameworks taking turns), the ratio is
-# paired round by round — a machine that slowed for a minute slowed both sides alike — and
-# its interval comes from the spread between processes pooled over the scenario's cells;
-# each row says how many rounds it rests on. Without rounds, the interval comes from the
+# (the default: each round in fresh processes, the frameworks taking turns), a cell's time
+# is its level, the geometric mean of its rounds' medians (training: of their wall times per
+# step), and the ratio is paired round by round — a machine that slowed for a minute slowed
+# both sides alike —, so that the times shown divide to it; its interval comes from the
+# spread between processes pooled over the scenarios ranked by their median (inference and
+# generation together; training's rounds are its seeds); each row says how many rounds it
+# rests on. Without rounds, the interval comes from the
 # two medians' intervals. A **tie** is an interval that contains 1: the difference is inside
 # the measured noise.
 # Precisions differ between rows only where the fastest cell ran in a reduced precision: the

@@ -22,6 +22,13 @@ _STOPPED = {"min_duration_and_iterations": "fixed", "target_ci": "target reached
             "max_duration": "max duration"}
 
 
+def _within_process(row) -> float:
+    rounds = row.get("rounds_relative_iqr")
+    if isinstance(rounds, list | tuple | np.ndarray) and len(rounds):
+        return float(np.median(np.asarray(rounds, dtype=float)))
+    return row["relative_iqr"]
+
+
 @dataclass
 class Quality:
     """table: the flagged cells (or, if none is, every timed cell), least stable first,
@@ -40,6 +47,9 @@ def quality(timed: pd.DataFrame) -> Quality | None:
         return None
     missing = pd.Series(np.nan, index=timed.index)
     cells = timed.assign(
+        # The spread within a process, as the unstable flag judges it: in rounds, the
+        # median of the rounds' (the pooled samples' would count the drift between rounds).
+        relative_iqr=[_within_process(row) for _, row in timed.iterrows()],
         flagged=flagged(timed),
         ci=[f"{fmt_ms(lo)} – {fmt_ms(hi)}" for lo, hi in
             zip(timed.get("median_ci95_ms_low", missing),

@@ -1,6 +1,7 @@
 """Every framework against the fastest, like with like: per precision, model, device, batch
 size and sequence length, each framework's fastest right answer (its best recipe), and its
-median over the fastest framework's median with the ratio's 95% interval; a tie where that
+time over the fastest framework's (the median; in rounds, the level the paired ratios
+compare: dlbench.analysis.summary.headline) with the ratio's 95% interval; a tie where that
 interval contains 1. Where both cells were measured in the same rounds, the ratio and its
 interval are the answer's (dlbench.analysis.headline): paired round by round, with the
 spread between processes pooled over the scenario's cells (dlbench.analysis.rounds), so
@@ -28,19 +29,21 @@ KEYS = ["model", "device", "batch", "seqlen"]
 # A framework's verdict against the fastest of its cell (besides TIE; None: no interval).
 FASTEST, SLOWER = "fastest", "slower"
 NO_INTERVAL = "no interval"
-_TIMING = ["median_ms", "median_ci95_ms_low", "median_ci95_ms_high"]
+# A cell's time as the report ranks it (dlbench.analysis.summary.headline: the median, or
+# in rounds the level that the paired ratios compare), with its interval.
+_TIMING = ["headline_ms", "headline_ci95_ms_low", "headline_ci95_ms_high"]
 
 
 def best_per_framework(timed: pd.DataFrame) -> pd.DataFrame:
-    """Per KEYS, precision and framework, the timed cell with the smallest median among
+    """Per KEYS, precision and framework, the timed cell with the smallest time among
     those whose answer is not wrong (a wrong answer is no contender), with `candidates`:
     how many recipes competed."""
     right = timed[~timed["wrong_answer"]]
     if right.empty:
         return right.assign(candidates=pd.Series(dtype=int))
     groups = right.groupby(KEYS + ["precision", "framework"])
-    best = right.loc[groups["median_ms"].idxmin()]
-    return best.assign(candidates=groups["median_ms"].transform("size").loc[best.index])
+    best = right.loc[groups["headline_ms"].idxmin()]
+    return best.assign(candidates=groups["headline_ms"].transform("size").loc[best.index])
 
 
 def against_fastest(timed: pd.DataFrame, recipes: list[str] | None = None,
@@ -76,13 +79,12 @@ def against_fastest(timed: pd.DataFrame, recipes: list[str] | None = None,
         columns.append("attention_implementation")
     cells = best.reset_index(drop=True)  # every column, for the rounds
     result = cells[columns].copy()
-    first = result.groupby(index)["median_ms"].idxmin()
+    first = result.groupby(index)["headline_ms"].idxmin()
     fastest = result.loc[first, index + ["framework", *_TIMING]].assign(_row=first.to_numpy())
     fastest = result[index].merge(fastest, on=index, how="left", suffixes=("", "_fastest"))
     result["fastest"] = fastest["framework"].to_numpy()
     result["ratio"], result["ratio_low"], result["ratio_high"] = ratio_interval(
-        result["median_ms"], result["median_ci95_ms_low"], result["median_ci95_ms_high"],
-        fastest["median_ms"], fastest["median_ci95_ms_low"], fastest["median_ci95_ms_high"])
+        *(result[c] for c in _TIMING), *(fastest[c] for c in _TIMING))
     result["rounds"] = 0  # the rounds a paired ratio rests on (0: from the intervals)
     for row, against in enumerate(fastest["_row"]):
         by_round = rounds.paired(cells.loc[row], cells.loc[against], pooled)

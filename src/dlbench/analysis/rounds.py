@@ -49,6 +49,15 @@ def figures(row) -> list[float] | None:
     return values if len(values) > 1 and all(v > 0 for v in values) else None
 
 
+def level(row) -> float | None:
+    """A cell's time over its rounds (ms): the geometric mean of its rounds' figures, the
+    level its paired ratios compare (the mean of the logs of b_r / a_r is the log of the
+    two levels' ratio), so that the fastest by level is the fastest by every paired ratio;
+    None without rounds."""
+    values = figures(row)
+    return None if values is None else float(np.exp(np.mean(np.log(values))))
+
+
 @dataclass(frozen=True)
 class Spread:
     """The variance of the log of one process's figure about its cell's level, the drift

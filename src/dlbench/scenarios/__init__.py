@@ -265,6 +265,12 @@ class Scenario:
                 if w and w.get("gpu_process_memory_peak_mb") is not None]
         if nvml and final.get("utilization"):
             final["utilization"]["gpu_process_memory_peak_mb"] = max(nvml)
+        # The load beside the cell as its flags judge it (every process's window): the
+        # highest, not the first process's alone.
+        for key in ("other_load_cores", "steal_fraction"):
+            seen = [w[key] for w in windows if w and w.get(key) is not None]
+            if seen and final.get("utilization"):
+                final["utilization"][key] = max(seen)
         noises = [r["machine_noise"] for r in records if r.get("machine_noise")]
         if noises:  # the machine's own noise beside each process: their median
             final["machine_noise"] = {

@@ -61,8 +61,9 @@ if len(scenarios(everything)) > 1:
 #   that every compared optimization measured with a right answer; the frameworks are
 #   compared at equal precision.
 # - **Differences inside the noise are ties.** Every median has a 95% confidence interval;
-#   a ratio's interval comes from the two medians' intervals, and a ratio whose interval
-#   contains 1 is a tie.
+#   a ratio's interval comes from the two medians' intervals — or, where the cells were
+#   measured in rounds (the default), from the ratio paired round by round, as in the
+#   answer — and a ratio whose interval contains 1 is a tie.
 
 # %% [markdown]
 # ## Median latency per framework (ms)
@@ -236,9 +237,11 @@ else:
 # fastest median over the optimizations it measured whose answer is within tolerance, and
 # its ratio is that best divided by the fastest framework's best: **fastest** marks the
 # fastest framework of the cell, and 1.60 means 1.6 times its latency. The brackets give the
-# ratio's 95% interval, from the two medians' intervals (the framework's smallest value over
-# the fastest's largest, and the reverse); a ratio whose interval contains 1 is a **tie**
-# with the fastest. Then the recipe that won for each framework. The best of more
+# ratio's 95% interval: where the cells were measured in rounds, the answer's, paired round
+# by round (a cell's time then is its level, the geometric mean of its rounds' medians);
+# else from the two medians' intervals (the framework's smallest value over the fastest's
+# largest, and the reverse). A ratio whose interval contains 1 is a **tie** with the
+# fastest. Then the recipe that won for each framework. The best of more
 # candidates is a little lower by chance alone, so the candidates of each framework are
 # named, and a second table compares `eager` with `eager`.
 
