@@ -193,6 +193,24 @@ def test_an_idle_machines_cells_are_rarely_flagged_spread_between_processes():
     assert flagged / 400 <= 0.03, flagged
 
 
+def test_at_the_defaults_two_rounds_one_cells_disagreeing_processes_are_flagged():
+    """The default's shape (24 inference cells, two rounds, every process 3% about its
+    cell's level): one cell whose second process ran 40% slower is flagged in every one of
+    50 simulated runs (30%: 97% of 200 here), none of the others in more than 3% of them —
+    the flag can fire at two rounds, where each cell's spread has about one degree of
+    freedom."""
+    rng = np.random.default_rng(9)
+    slow, others = 0, 0
+    for _ in range(50):
+        values = 40.0 * np.exp(rng.normal(0, 0.03, size=(24, 2)))
+        values[0, 1] *= 1.4
+        beyond = rounds.spread(pd.DataFrame({"rounds_median_ms": list(values),
+                                             "headline_wall": False})).beyond
+        slow += beyond[0]
+        others += any(beyond[i] for i in range(1, 24))
+    assert slow == 50 and others <= 0.03 * 50, (slow, others)
+
+
 def test_a_cell_whose_processes_disagree_beyond_the_drift_is_flagged():
     """Every cell moves with a 20% drift (not flagged: the machine's); one cell's own
     processes vary by ±15% on top (flagged, the reason says how much), as the summary's
