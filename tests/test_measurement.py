@@ -644,3 +644,22 @@ def test_retry_noisy_measures_a_flagged_cell_again_and_keeps_the_cleanest(tmp_pa
     if not record["flags"]["reasons"]:  # a clean attempt ends the retries
         assert attempts[-1]["kept"]
     assert len(kept[0]["flags"]) == min(len(a["flags"]) for a in attempts)
+
+
+def test_the_machine_noise_probe_times_its_workload_after_the_cells_aftermath():
+    """A workload four times as slow for its first 0.2 s (the machine still leaving the
+    cell's work: a JAX eager cell's probe measured 8-16% at once, 4-6% after a warm-up)
+    and steady after: the probe runs it untimed through that first stretch, so its spread
+    is the steady workload's. Timed at once, its samples mixed both speeds."""
+    from dlbench.measure import noise
+
+    started: list[float] = []
+
+    def product():
+        now = time.perf_counter()
+        started[:] = started or [now]
+        time.sleep(0.004 if now - started[0] < 0.2 else 0.001)
+
+    measured = noise.probe(product, lambda: None, seconds=0.25)
+    assert measured["relative_iqr"] < 0.5, measured  # timed at once: 2.7 here
+    assert measured["products_per_sample"] >= 8  # calibrated on the steady speed

@@ -15,7 +15,7 @@ from dlbench.measure.flags import (
     SPREAD_BETWEEN_PROCESSES_CV,
     UNSTABLE_RELATIVE_IQR,
 )
-from dlbench.measure.noise import LIMIT_MULTIPLE, PROBE_S, SIZE
+from dlbench.measure.noise import LIMIT_MULTIPLE, PROBE_S, SIZE, WARMUP_S
 from dlbench.records import provenance
 from dlbench.report.display import say, show
 
@@ -34,7 +34,8 @@ say(f"Every cell keeps all its per-iteration times and gives its median with a 9
     "until that interval was within "
     "the target (*stopped by*). Right after each cell's timed loop, its process times a "
     f"fixed workload — its framework's own matrix product, {SIZE}×{SIZE}, on the cell's "
-    f"threads — for {PROBE_S:g} s (or `min_duration_s` if shorter): the spread of that "
+    f"threads — for {PROBE_S:g} s (or `min_duration_s` if shorter), after as long untimed "
+    f"(at most {WARMUP_S:g} s: the machine leaving the cell's own work): the spread of that "
     "workload is the machine's own noise at that moment. A cell is flagged **unstable** "
     "when the spread of its iterations (IQR) within a process (in rounds: the median of "
     "its rounds', as the table's IQR column gives it) is "
