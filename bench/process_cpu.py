@@ -11,7 +11,9 @@ says which kind of process spends it.
     .venv/bin/python bench/process_cpu.py report /tmp/processes.jsonl [--top 25]
 
 `install` puts a sitecustomize.py into the environment's site-packages (refused where one
-is there already); `remove` takes it out again. A process that ends by os._exit (a forked
+is there already); `remove` takes it out again. An interpreter whose standard library has a
+sitecustomize of its own (Debian's /usr/lib/python3.X) finds that one first: the log then
+stays empty. A process that ends by os._exit (a forked
 child) or a signal writes no line: its CPU counts in its parent's children, once waited
 for. The report gives, per kind of process, how many ran and their CPU with their waited
 children's ("subtree", which counts a child's time in its parent's line too: compare
@@ -79,8 +81,8 @@ def report(log: Path, top: int) -> None:
         name = kind(row["argv"])
         subtree[name] += row["cpu"] + row["children_cpu"]
         count[name] += 1
-    # A test's own processes: those whose parent wrote no line that names the same test
-    # (the worker itself writes its line at the very end, with no test).
+    # A test's own processes: those whose parent wrote no line or a line without a test
+    # (the pytest worker, which writes its line at the very end).
     by_test = collections.Counter()
     parents = {r["pid"]: r for r in rows}
     for row in rows:

@@ -237,7 +237,7 @@ def chromium() -> str:
 
 
 def pytest_configure(config):
-    """Each worker's cells take turns for the device among themselves only: the two workers'
+    """Each worker's cells take turns for the device among themselves only: the workers'
     measurements overlap (none of them is a speed under test, and an `alone` test has the
     machine to itself), so that one worker's long training cell does not keep the other's
     cells waiting for the host-wide device lock (dlbench.measure.devices)."""
@@ -345,9 +345,9 @@ def pytest_runtest_call(item):
 # The order in which `--dist loadscope` hands out whole modules (the collection's, which
 # pyproject.toml's --no-loadscope-reorder keeps; by default pytest-xdist sorts them by their
 # number of tests). First the modules with `alone` tests, each module's `alone` tests first:
-# an `alone` test waits for the other worker's test in progress, and at the start that is
+# an `alone` test waits for the other workers' tests in progress, and at the start that is
 # another `alone` test or a short one, not a workflow of minutes (after the SLURM test's,
-# one waited 130 s). Then roughly the longest first, so that the two workers end together
+# one waited 130 s). Then roughly the longest first, so that the workers end together
 # instead of one finishing a long module alone (the SLURM test's ~150 s are mostly waiting:
 # its jobs run one after another, and the executor checks their status every ~12 s; it goes
 # where the other worker still has long modules), down to the modules of ~10 s, so that

@@ -257,9 +257,20 @@ def test_the_fastest_is_the_fastest_by_the_ratio_the_answer_gives():
     assert summary.set_index("framework")["headline_ms"].to_dict() == pytest.approx(level)
     answer = headline.winners(summary)["inference"].iloc[0]
     assert answer["fastest"] == "TensorFlow graph"
-    assert answer[headline.MEDIAN] == fmt_fixed(level["tensorflow"], 3)
+    column = headline.time_column(summary)
+    assert column == "median ms (rounds' geometric mean)"  # the label says what it shows
+    assert answer[column] == fmt_fixed(level["tensorflow"], 3)
     by = float(answer["by how much"].removeprefix("tie: ").split("×")[0])
     assert by >= 1 and by == pytest.approx(level["pytorch"] / level["tensorflow"], abs=0.005)
     table = ratio.against_fastest(summary).set_index("framework")
     assert table.loc["tensorflow", "verdict"] == "fastest"
     assert table.loc["pytorch", "ratio"] == pytest.approx(level["pytorch"] / level["tensorflow"])
+    # All or none: beside a cell without rounds, every cell keeps its median, so that no
+    # level is ranked against a pooled figure.
+    mixed = frame(
+        cell("pytorch", "eager", 110.0, model="bert-base-uncased", seqlen=16,
+             rounds_median_ms=[100.0, 150.0]),
+        cell("jax", "jit", 130.0, model="bert-base-uncased", seqlen=16)).assign(
+        scenario="inference")
+    assert mixed["headline_ms"].tolist() == [110.0, 130.0]
+    assert headline.time_column(mixed) == headline.MEDIAN

@@ -70,9 +70,9 @@ display(HTML(f'<nav id="{CONTENTS_ID}"></nav>'))
 # is its level, the geometric mean of its rounds' medians (training: of their wall times per
 # step), and the ratio is paired round by round — a machine that slowed for a minute slowed
 # both sides alike —, so that the times shown divide to it; its interval comes from the
-# spread between processes pooled over the scenarios ranked by their median (inference and
-# generation together; training's rounds are its seeds); each row says how many rounds it
-# rests on. Without rounds, the interval comes from the
+# spread between processes pooled over the scenarios ranked by their median (inference,
+# generation and train_step together; training's rounds are its seeds); each row says how
+# many rounds it rests on. Without rounds, the interval comes from the
 # two medians' intervals. A **tie** is an interval that contains 1: the difference is inside
 # the measured noise.
 # Precisions differ between rows only where the fastest cell ran in a reduced precision: the
@@ -96,7 +96,7 @@ for scenario, answer in answers.items():
     # Text left-aligned (a data set, a pipeline too), numbers and the median right.
     show(answer, f"{title}: the fastest right answer per model and input size",
          left=[c for c in answer.columns
-               if c not in (headline.MEDIAN, headline.WALL)
+               if not headline.is_time_column(c)
                and not pd.api.types.is_numeric_dtype(answer[c])])
     notes = answer[headline.UNEQUAL] if headline.UNEQUAL in answer else pd.Series(dtype=str)
     unequal = int(notes.str.contains("⚠ unequal:", regex=False).sum())

@@ -60,8 +60,9 @@ ORDER = (REGRESSION, IMPROVEMENT, NOT_SIGNIFICANT, NOT_DECIDED, NOT_COMPARED)
 # The report's noise flags (something besides the code set a side's timing): sides
 # measured one after the other get no verdict from such a cell.
 NOISE_FLAGS = {name: name.replace("_", " ") for name in NOISE}
-# The time compared, as the report ranks cells (analysis.summary.headline): the median, or
-# where both sides have it (training) the wall time per step; per side: ms, low, high.
+# The time compared: the median, or where both sides have it (training) the wall time per
+# step as the report ranks cells (analysis.summary.headline: in rounds, the geometric mean
+# of the rounds'); per side: ms, low, high.
 MEDIAN, WALL = "median", "wall time per step"
 _TIMING = {MEDIAN: ("median_ms", "median_ci95_ms_low", "median_ci95_ms_high"),
            WALL: ("headline_ms", "headline_ci95_ms_low", "headline_ci95_ms_high")}

@@ -27,12 +27,21 @@ UNEQUAL = "recipes compared"
 # The column that says when the verdict rests on a cell flagged busy, noisy or unstable.
 RESTS_ON = "measurement"
 # The column of the fastest cell's time: the median, or the wall time per iteration where
-# every cell of the scenario has it (dlbench.analysis.summary.headline).
+# every cell of the scenario has it; in rounds, either's geometric mean over the rounds
+# (dlbench.analysis.summary.headline).
 MEDIAN, WALL = "median ms", "ms per iteration, over wall time"
+_OVER_ROUNDS = " (rounds' geometric mean)"
 
 
 def time_column(cells: pd.DataFrame) -> str:
-    return WALL if len(cells) and cells["headline_wall"].all() else MEDIAN
+    name = WALL if len(cells) and cells["headline_wall"].all() else MEDIAN
+    levels = cells.get("headline_level", pd.Series(False, index=cells.index))
+    return name + _OVER_ROUNDS if len(cells) and levels.fillna(False).astype(bool).all() \
+        else name
+
+
+def is_time_column(column: str) -> bool:
+    return column.removesuffix(_OVER_ROUNDS) in (MEDIAN, WALL)
 
 
 def _name(row) -> str:

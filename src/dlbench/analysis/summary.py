@@ -117,17 +117,19 @@ def headline(frame: pd.DataFrame) -> pd.DataFrame:
     (training) the wall time per step that each cell recorded with its interval
     (dlbench.measure.training.wall_step) — for all of the scenario's timed cells or, where
     one lacks it (recorded before it existed), for none, so that no comparison sets one
-    figure against the other. A cell measured in rounds takes its level instead: the
-    geometric mean of its rounds' figures (dlbench.analysis.rounds.level), the time its
-    paired ratios compare, with its interval moved to it (the same relative width). Ranked
-    by the pooled median, a cell could be named the fastest while the paired ratio said
-    its runner-up was faster (the default run of 2026-11-30: 0.96×)."""
+    figure against the other. Where every timed cell of a scenario was measured in rounds,
+    each takes its level instead (headline_level): the geometric mean of its rounds'
+    figures (dlbench.analysis.rounds.level), the time its paired ratios compare, with its
+    interval moved to it (the same relative width) — again all or none, so that no cell's
+    level is ranked against another's pooled figure. Ranked by the pooled median, a cell
+    could be named the fastest while the paired ratio said its runner-up was faster (the
+    default run of 2026-11-30: 0.96×)."""
     from dlbench.analysis import rounds
 
     frame = frame.assign(headline_ms=frame["median_ms"],
                          headline_ci95_ms_low=frame["median_ci95_ms_low"],
                          headline_ci95_ms_high=frame["median_ci95_ms_high"],
-                         headline_wall=False)
+                         headline_wall=False, headline_level=False)
     wall = ["wall_step_ms", "wall_step_ms_ci95_low", "wall_step_ms_ci95_high"]
     known = registry.scenarios()
     for scenario, cells in frame.groupby("scenario"):
@@ -139,13 +141,17 @@ def headline(frame: pd.DataFrame) -> pd.DataFrame:
         frame.loc[timed.index, ["headline_ms", "headline_ci95_ms_low",
                                 "headline_ci95_ms_high"]] = timed[wall].to_numpy(float)
         frame.loc[timed.index, "headline_wall"] = True
-    if "rounds_median_ms" in frame:
-        columns = ["headline_ms", "headline_ci95_ms_low", "headline_ci95_ms_high"]
-        for index, row in frame[frame["timed"]].iterrows():
-            level = rounds.level(row)
-            if level is not None:
-                frame.loc[index, columns] = row[columns].to_numpy(float) * (
-                    level / float(row["headline_ms"]))
+    if "rounds_median_ms" not in frame:
+        return frame
+    columns = ["headline_ms", "headline_ci95_ms_low", "headline_ci95_ms_high"]
+    for _, cells in frame[frame["timed"]].groupby("scenario"):
+        levels = {index: rounds.level(row) for index, row in cells.iterrows()}
+        if any(level is None for level in levels.values()):
+            continue
+        for index, level in levels.items():
+            frame.loc[index, columns] = frame.loc[index, columns].to_numpy(float) * (
+                level / float(frame.loc[index, "headline_ms"]))
+            frame.loc[index, "headline_level"] = True
     return frame
 
 
@@ -223,8 +229,8 @@ _OUTCOME = {"cell_id", "scenario", "status", "reason", "started_at", "finished_a
             "intra_op_threads", "inter_op_threads", "iterations", "warmup_iterations",
             "relative_iqr", "timed", "checked", "wrong_answer", "eager_ms", "eager_cell",
             "speedup", "headline_ms", "headline_ci95_ms_low", "headline_ci95_ms_high",
-            "headline_wall", "precision", "protocol", "attempts", "stopped_by", "target_ci",
-            "profiled", "accuracy_verdict",
+            "headline_wall", "headline_level", "precision", "protocol", "attempts",
+            "stopped_by", "target_ci", "profiled", "accuracy_verdict",
             origin.FOREIGN, origin.LEFT_OUT}
 _PREFIXES = ("env_", "utilization_", "flags_", "optimization_", "correctness_", "process_",
              "device_time_", "between_processes_", "median_ci95_", "arithmetic_",

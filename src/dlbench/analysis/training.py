@@ -412,7 +412,8 @@ def _time_to_target(row) -> str:
 def throughput_table(trained: pd.DataFrame) -> pd.DataFrame:
     """Per cell: images/s (over the wall time; at the median step beside), the step's
     median, the share of it spent waiting for the next batch, the speed-up over its
-    framework's eager (images/s over eager's, dlbench.analysis.summary.headline), final
+    framework's eager (eager's wall time per step over the cell's, as the answer ranks them:
+    in rounds, their geometric means over the rounds; dlbench.analysis.summary.headline), final
     accuracy (✗: its group's frameworks disagree) and time to the
     target (with seeds: their median, then each)."""
     table = pd.DataFrame({
