@@ -223,9 +223,9 @@ def chromium() -> str:
     return path
 
 
-# -- several tests at a time (pytest -n 3 or -n 2: pytest-xdist, see docs/testing.md) --------
+# -- two tests at a time (pytest -n 2: pytest-xdist, see docs/testing.md) --------------------
 # Most of an end-to-end test's time is processes starting, Snakemake planning and jobs
-# waiting, so the workers share the 2 cores. A test marked `alone` decides a verdict from
+# waiting, so two workers share the 2 cores. A test marked `alone` decides a verdict from
 # the machine's speed or load (a bottleneck, a significance, a ratio within the noise):
 # nothing runs beside its call. Every other test holds a shared lock from its fixtures'
 # set-up to their tear-down; an `alone` one sets up its fixtures under the shared lock too,
