@@ -34,10 +34,10 @@ _OVER_ROUNDS = " (rounds' geometric mean)"
 
 
 def time_column(cells: pd.DataFrame) -> str:
-    name = WALL if len(cells) and cells["headline_wall"].all() else MEDIAN
-    levels = cells.get("headline_level", pd.Series(False, index=cells.index))
-    return name + _OVER_ROUNDS if len(cells) and levels.fillna(False).astype(bool).all() \
-        else name
+    if not len(cells):
+        return MEDIAN
+    name = WALL if cells["headline_wall"].all() else MEDIAN
+    return name + _OVER_ROUNDS if cells["headline_level"].all() else name
 
 
 def is_time_column(column: str) -> bool:

@@ -44,6 +44,12 @@ def contention(window: dict, threads: int | None) -> float | None:
     return max(0.0, other - free)
 
 
+def highest(windows: list[dict | None], key: str) -> float | None:
+    """The largest `key` over a cell's processes' utilization windows (None where no
+    window has it): what its flags judge, and what its record shows."""
+    return max((w[key] for w in windows if w and w.get(key) is not None), default=None)
+
+
 def flags(relative_iqr: float, windows: list[dict | None], *, threads: int | None = None,
           between_cv: float | None = None, interval: dict | None = None,
           compilation: dict | None = None, noise: dict | None = None) -> dict:
@@ -57,8 +63,7 @@ def flags(relative_iqr: float, windows: list[dict | None], *, threads: int | Non
     beside the cell (dlbench.measure.noise: its `relative_iqr`).
     """
     sampled = [w for w in windows if w]
-    steal = max((w["steal_fraction"] for w in sampled if w.get("steal_fraction") is not None),
-                default=None)
+    steal = highest(windows, "steal_fraction")
     others = [c for w in sampled if (c := contention(w, threads)) is not None]
     busy = max(others, default=None)
     result = dict.fromkeys(FLAGS, False)

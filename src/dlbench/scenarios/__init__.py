@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 from dlbench.catalogue import frameworks as catalogue
 from dlbench.catalogue import recipes
 from dlbench.catalogue.axes import FRAMEWORKS
-from dlbench.measure.flags import cell_flags
+from dlbench.measure.flags import cell_flags, highest
 from dlbench.measure.stats import between_processes, relative_half_width, summarize
 from dlbench.scenarios.cell import Cell
 from dlbench.scenarios.codec import Codec
@@ -268,9 +268,8 @@ class Scenario:
         # The load beside the cell as its flags judge it (every process's window): the
         # highest, not the first process's alone.
         for key in ("other_load_cores", "steal_fraction"):
-            seen = [w[key] for w in windows if w and w.get(key) is not None]
-            if seen and final.get("utilization"):
-                final["utilization"][key] = max(seen)
+            if final.get("utilization") and (most := highest(windows, key)) is not None:
+                final["utilization"][key] = most
         noises = [r["machine_noise"] for r in records if r.get("machine_noise")]
         if noises:  # the machine's own noise beside each process: their median
             final["machine_noise"] = {
