@@ -491,3 +491,60 @@ def test_tensorflow_xla_pads_the_prompt_so_that_another_length_does_not_retrace(
     assert (unpadded["before"], unpadded["after"]) == (1, 2)
     for case in (padded, unpadded):
         assert case["ids"] == case["eager_ids"]
+
+
+# -- the head on the last position only, in every framework -----------------------------------
+
+HEAD_POSITIONS = """
+import json, re, sys
+import numpy as np
+from dlbench.catalogue import recipes
+from dlbench.catalogue.models import get_model
+from dlbench.frameworks import load_backend, load_ops
+framework, recipe = sys.argv[1], sys.argv[2]
+backend = load_backend(framework, "cpu", 1, 1)
+optimization = recipes.optimization("generation", recipe, framework)
+spec = get_model("tiny-gpt2")
+found = {}
+for last in (True, False):
+    ops = load_ops(backend, "generation")
+    ops.head_on_last_position = last
+    model = ops.build(spec, 0, optimization)
+    inputs = ops.inputs(np.random.RandomState(0).randint(0, 100, (2, 8)))
+    decoder = ops.decoder(model, inputs, 4, optimization)
+    ids = ops.new_ids(decoder.call(), 8)
+    if framework == "jax":  # the positions of every product into the vocabulary, compiled
+        program = ops._jitted.lower(model.params, **inputs).compile().as_text()
+        shapes = re.findall(r"= f32\\[([\\d,]+)\\]\\S* dot\\(", program)
+        dims = [[int(d) for d in s.split(",")] for s in shapes]
+        positions = max(int(np.prod(d)) // spec.vocab_size for d in dims
+                        if d[-1] == spec.vocab_size)
+    else:  # the model as generate calls it, on the prompt
+        positions = int(np.prod(model(**inputs).logits.shape[:-1]))
+    found[str(last)] = {"positions": positions, "ids": ids.tolist(), "how": decoder.how}
+    if hasattr(ops, "release"):
+        ops.release()
+print(json.dumps(found))
+"""
+
+
+@pytest.mark.slow  # a real process per framework compiling tiny-gpt2's generation twice
+@pytest.mark.parametrize(("framework", "recipe"), [("tensorflow", "xla"), ("jax", "jit")])
+def test_the_head_computes_the_last_positions_logits_only_as_pytorchs_generate(framework,
+                                                                               recipe):
+    """PyTorch's generate asks its model for the last position's logits only
+    (logits_to_keep=1); transformers' TensorFlow and Flax heads multiply every position of
+    the prompt, and XLA keeps the product whole. dlbench's TensorFlow and JAX ops cut the
+    head to the last position: the same tokens from the same work. Batch 2 × 8 prompt
+    tokens: 2 positions' logits, not 16 (as the transformers classes as they are)."""
+    import json
+
+    done = subprocess.run([sys.executable, "-c", HEAD_POSITIONS, framework, recipe],
+                          capture_output=True, text=True, env=tool_env(), timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    ours, theirs = found["True"], found["False"]
+    assert ours["positions"] == BATCH and theirs["positions"] == BATCH * PROMPT
+    assert ours["ids"] == theirs["ids"]
+    assert "the head on the last position only" in ours["how"]
+    assert "last position" not in theirs["how"]

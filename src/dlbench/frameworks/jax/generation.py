@@ -16,12 +16,19 @@ transposes inside generate's while loop, so each decoding step copied every weig
 product contracts the kernel's second axis where it lies: `_KernelInPlace`, which the
 ops put in FlaxConv1D's place while a cell runs (the same ids: 628 ms a generation, 19.6 ms
 a token). The tied head's `embedding.T` stays, one copy of the word embeddings a step
-(config/README.md, *Text generation*; a test pins both)."""
+(config/README.md, *Text generation*; a test pins both).
+
+The language-model head runs on the last position only (`_head_on_last_position`), the one
+generate chooses a token from, as PyTorch's generate asks of its model (logits_to_keep=1):
+transformers' Flax head multiplies every position of the prompt, and XLA does not cut the
+product down to the slice generate keeps (distilgpt2, a 32-token prompt: a 32 × 50257
+product in the first token's program, 2.5 GFLOP more than PyTorch's)."""
 
 # The backend first: it sets the environment that transformers and JAX read when they
 # load.
 from dlbench.frameworks.jax.backend import JaxBackend  # isort: split
 
+import contextlib
 from pathlib import Path
 
 import flax.linen as nn
@@ -60,10 +67,22 @@ class _KernelInPlace(modeling_flax_gpt2.FlaxConv1D):
         return y
 
 
+def _head_on_last_position(next_fun, args, kwargs, context):
+    """A flax.linen method interceptor: the head (the module named lm_head, tied or not)
+    given the last position's hidden state alone, so that its logits are (batch, 1, vocab)
+    and generate's `logits[:, -1]` picks the same token from them."""
+    if context.module.name == "lm_head" and context.method_name == "__call__":
+        args = (args[0][:, -1:], *args[1:])
+    return next_fun(*args, **kwargs)
+
+
 class JaxGeneration:
     # Decoder layers contracting their kernels in place (see the module); False: the
     # transformers class as it is (a test compares the two programs).
     kernels_in_place = True
+    # The head on the last position only (see the module); False: on every position, as
+    # transformers' class computes it (a test compares the two programs).
+    head_on_last_position = True
 
     def __init__(self, backend: JaxBackend):
         self.backend = backend
@@ -105,11 +124,16 @@ class JaxGeneration:
                        min_new_tokens=new_tokens, eos_token_id=never,
                        pad_token_id=flax_model.config.eos_token_id)
 
+        def head():  # entered while jax.jit traces: the programs are made with it
+            return (nn.intercept_methods(_head_on_last_position)
+                    if self.head_on_last_position else contextlib.nullcontext())
+
         # The weights and the prompt are arguments, not constants a compiler could fold.
         @jax.jit
         def whole(params, input_ids, attention_mask):
-            return flax_model.generate(input_ids, attention_mask=attention_mask,
-                                       params=params, **options).sequences
+            with head():
+                return flax_model.generate(input_ids, attention_mask=attention_mask,
+                                           params=params, **options).sequences
 
         # generate()'s first step as a program of its own: the prompt's forward pass with
         # the cache generate gives it (sized for the whole generation) and the greedy choice.
@@ -117,14 +141,16 @@ class JaxGeneration:
         def first(params, input_ids, attention_mask):
             step = flax_model.prepare_inputs_for_generation(
                 input_ids, input_ids.shape[1] + new_tokens, attention_mask=attention_mask)
-            out = flax_model(input_ids, params=params, **step)
+            with head():
+                out = flax_model(input_ids, params=params, **step)
             return jnp.argmax(out.logits[:, -1], axis=-1), out.past_key_values
 
         self._jitted = whole
         return Decoder(
             call=lambda: hold(whole(model.params, **inputs)),
             first=lambda: hold(first(model.params, **inputs)),
-            how="generate() under jax.jit: one XLA program",
+            how="generate() under jax.jit: one XLA program" + (
+                "; the head on the last position only" if self.head_on_last_position else ""),
             traces=whole._cache_size,
             call_with=lambda other: hold(whole(model.params, **other)),
             compilations=whole._cache_size,

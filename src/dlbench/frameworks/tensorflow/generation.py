@@ -4,7 +4,13 @@ timestamped by a logits processor), graph (generate inside one tf.function) and 
 (tf.function(jit_compile=True): one XLA program, the prompt left-padded to a multiple
 of XLA_PAD_TO_MULTIPLE_OF tokens as transformers' XLA recipe does), each in fp32 or under
 the mixed_bfloat16 policy. A compiled recipe traces once per shape: a cell has one prompt
-length, and the traces it made are recorded (more than one would be a retrace)."""
+length, and the traces it made are recorded (more than one would be a retrace).
+
+The language-model head runs on the last position only (`_head_on_last_position`), the one
+generate chooses a token from, as PyTorch's generate asks of its model (logits_to_keep=1):
+transformers' TensorFlow head multiplies every position of the prompt (distilgpt2, a
+32-token prompt: 2.5 GFLOP more than PyTorch's in the first token), and XLA does not cut
+the product down to the slice generate keeps."""
 
 # The backend first: it sets the environment that transformers and the framework read
 # when they load.
@@ -26,8 +32,10 @@ from dlbench.frameworks.tensorflow.inference import (
 )
 from dlbench.measure.decoder import Decoder
 
-# The causal-LM class of each decoder family (its head tied to the word embeddings).
+# The causal-LM class of each decoder family (its head tied to the word embeddings), and
+# its base layer, whose last hidden states the head multiplies.
 LM_CLASSES = {"gpt2": "TFGPT2LMHeadModel"}
+BASE_LAYERS = {"gpt2": "transformer"}
 # transformers' XLA recipe for generate: the prompt left-padded (masked) to a multiple of
 # this, so that prompts of nearby lengths share one shape and one compiled program
 # instead of retracing (its docs' and blog's `pad_to_multiple_of=8`).
@@ -50,6 +58,22 @@ def left_pad(inputs: dict, multiple: int, pad_id: int) -> tuple[dict, int]:
                                         axis=1)}, padded
 
 
+def _head_on_last_position(base) -> None:
+    """The base layer's hidden states cut to the last position (its `call`, on this
+    instance), so that the head's logits are (batch, 1, vocab) and generate's
+    `logits[:, -1]` picks the same token from them; the key-value cache is the layer's."""
+    call = base.call
+
+    def last_position(*args, **kwargs):
+        out = call(*args, **kwargs)
+        if isinstance(out, tuple):
+            return (out[0][:, -1:], *out[1:])
+        out["last_hidden_state"] = out["last_hidden_state"][:, -1:]
+        return out
+
+    base.call = last_position
+
+
 class _Stamps(transformers.TFLogitsProcessor):
     """Notes the time at which each step's logits are ready (eager only: a traced
     function would note the time of its tracing)."""
@@ -64,6 +88,10 @@ class _Stamps(transformers.TFLogitsProcessor):
 
 
 class TensorFlowGeneration:
+    # The head on the last position only (see the module); False: on every position, as
+    # transformers' class computes it (a test compares the two).
+    head_on_last_position = True
+
     def __init__(self, backend: TensorFlowBackend):
         self.backend = backend
         # None: no padding (a test's comparison; the xla recipe pads)
@@ -85,6 +113,8 @@ class TensorFlowGeneration:
         if weights is not None:
             with tf.device(self.backend.device_name):
                 _load_pytorch_weights(model, Path(weights))
+        if self.head_on_last_position:
+            _head_on_last_position(getattr(model, BASE_LAYERS[spec.family]))
         return model
 
     def inputs(self, token_ids: np.ndarray) -> dict:
@@ -106,6 +136,7 @@ class TensorFlowGeneration:
                         pad_token_id=model.config.eos_token_id)
 
         device = self.backend.device_name
+        last = "; the head on the last position only" if self.head_on_last_position else ""
 
         def first_step(input_ids, attention_mask):
             """generate()'s first step on its own: the prompt's forward pass with its
@@ -131,7 +162,7 @@ class TensorFlowGeneration:
                 with tf.device(device):
                     return first_step(**inputs)
 
-            return Decoder(call=call, how="generate(), greedy, eagerly from Python",
+            return Decoder(call=call, how="generate(), greedy, eagerly from Python" + last,
                            stamps=lambda: list(stamps.times), first=first)
         jit = recipe == "xla"
         multiple = self.pad_to_multiple_of if jit else None
@@ -163,7 +194,7 @@ class TensorFlowGeneration:
         how = ("generate() inside tf.function(jit_compile=True): one XLA program"
                if jit else "generate() inside one tf.function graph") + (
             f"; the prompt left-padded (masked) to a multiple of {multiple} tokens"
-            if multiple else "")
+            if multiple else "") + last
         def call_with(other):
             other = pad(other)
             with tf.device(device):
