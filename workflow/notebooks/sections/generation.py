@@ -24,8 +24,9 @@ several = several_devices(df)
 # generation; the first call (compilation, tracing) is timed apart. **Time to first token**,
 # one definition in every framework and recipe: generate()'s first step timed on its own,
 # through the recipe's model compiled alike — the prompt's forward pass with the key-value
-# cache generate gives it, and the greedy choice. **Time per output token**: (whole − first
-# token) / (new tokens − 1). Where the framework runs the decoding loop step by step
+# cache generate gives it, and the greedy choice; in every framework the head computes the
+# logits of the last position only, as PyTorch's generate asks. **Time per output token**:
+# (whole − first token) / (new tokens − 1). Where the framework runs the decoding loop step by step
 # (PyTorch, TensorFlow eager), each step is also timestamped and the figure below shows it
 # by position.
 # **Token for token**: in fp32 every generated id must equal PyTorch eager fp32's; a cell
