@@ -519,8 +519,11 @@ for last in (True, False):
         dims = [[int(d) for d in s.split(",")] for s in shapes]
         positions = max(int(np.prod(d)) // spec.vocab_size for d in dims
                         if d[-1] == spec.vocab_size)
-    else:  # the model as generate calls it, on the prompt
-        positions = int(np.prod(model(**inputs).logits.shape[:-1]))
+    else:  # the model as the recipe's generate calls it, compiled alike, on the prompt
+        import tensorflow as tf
+        logits = tf.function(lambda i, m: model(input_ids=i, attention_mask=m).logits,
+                             jit_compile=recipe == "xla")
+        positions = int(np.prod(logits(inputs["input_ids"], inputs["attention_mask"]).shape[:-1]))
     found[str(last)] = {"positions": positions, "ids": ids.tolist(), "how": decoder.how}
     if hasattr(ops, "release"):
         ops.release()
@@ -536,7 +539,7 @@ def test_the_head_computes_the_last_positions_logits_only_as_pytorchs_generate(f
     (logits_to_keep=1); transformers' TensorFlow and Flax heads multiply every position of
     the prompt, and XLA keeps the product whole. dlbench's TensorFlow and JAX ops cut the
     head to the last position: the same tokens from the same work. Batch 2 × 8 prompt
-    tokens: 2 positions' logits, not 16 (as the transformers classes as they are)."""
+    tokens: 2 positions' logits, not 16 (with transformers' classes unchanged)."""
     import json
 
     done = subprocess.run([sys.executable, "-c", HEAD_POSITIONS, framework, recipe],

@@ -25,10 +25,10 @@ several = several_devices(df)
 # one definition in every framework and recipe: generate()'s first step timed on its own,
 # through the recipe's model compiled alike — the prompt's forward pass with the key-value
 # cache generate gives it, and the greedy choice; in every framework the head computes the
-# logits of the last position only, as PyTorch's generate asks. **Time per output token**:
-# (whole − first token) / (new tokens − 1). Where the framework runs the decoding loop step by step
-# (PyTorch, TensorFlow eager), each step is also timestamped and the figure below shows it
-# by position.
+# logits of the last position only, as PyTorch's generate asks. **Time per output
+# token**: (whole − first token) / (new tokens − 1). Where the framework runs the decoding
+# loop step by step (PyTorch, TensorFlow eager), each step is also timestamped and the
+# figure below shows it by position.
 # **Token for token**: in fp32 every generated id must equal PyTorch eager fp32's; a cell
 # that diverged is a wrong answer (✗), its speed does not count. In bf16, greedy decoding may
 # take another token where two logits are within rounding: the share of equal tokens and the

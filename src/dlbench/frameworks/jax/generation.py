@@ -22,7 +22,7 @@ The language-model head runs on the last position only (`_head_on_last_position`
 generate chooses a token from, as PyTorch's generate asks of its model (logits_to_keep=1):
 transformers' Flax head multiplies every position of the prompt, and XLA does not cut the
 product down to the slice generate keeps (distilgpt2, a 32-token prompt: a 32 × 50257
-product in the first token's program, 2.5 GFLOP more than PyTorch's)."""
+product in the first token's program, 2.4 GFLOP more than PyTorch's)."""
 
 # The backend first: it sets the environment that transformers and JAX read when they
 # load.
