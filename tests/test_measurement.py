@@ -493,8 +493,30 @@ def test_combined_memory_figures_come_from_one_process():
     records[1]["memory"] = {"peak_host_rss_mb": 1350.0, "load_peak_mb": 900.0,
                             "resident_after_model_mb": 1305.0, "steady_peak_mb": 1350.0}
     memory = scenarios.Scenario().combine(records)["memory"]
-    assert memory == records[0]["memory"] and memory is not records[0]["memory"]
+    assert memory == {**records[0]["memory"], "first_in_process": True}
     assert memory["steady_peak_mb"] >= memory["resident_after_model_mb"]
+
+
+def test_combined_memory_figures_come_from_a_process_the_cell_started():
+    """In rounds of per_group processes a cell is the first of its process in one round and
+    follows other cells in another, where its process still holds what they left (a default
+    run: every PyTorch eager cell's load peak = model = steady, from such a process). The
+    combined record keeps a process where the cell came first, even with the lower peak,
+    and says whether it could (`first_in_process`)."""
+    from dlbench import scenarios
+
+    records = [repeat_record([10.0, 10.1, 10.2]) for _ in range(2)]
+    records[0]["process"] = {"cells": 4, "position": 3}
+    records[0]["memory"] = {"peak_host_rss_mb": 741.0, "load_peak_mb": 741.0,
+                            "resident_after_model_mb": 741.0, "steady_peak_mb": 741.0}
+    records[1]["process"] = {"cells": 4, "position": 0}
+    records[1]["memory"] = {"peak_host_rss_mb": 703.0, "load_peak_mb": 341.0,
+                            "resident_after_model_mb": 341.0, "steady_peak_mb": 703.0}
+    memory = scenarios.Scenario().combine(records)["memory"]
+    assert memory == {**records[1]["memory"], "first_in_process": True}
+    records[1]["process"]["position"] = 1  # no round where it came first: the higher peak
+    memory = scenarios.Scenario().combine(records)["memory"]
+    assert memory == {**records[0]["memory"], "first_in_process": False}
 
 
 # --- memory by phase --------------------------------------------------------------------

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from dlbench import scenarios as registry
+from dlbench.analysis import memory
 from dlbench.catalogue.recipes import recorded_precision
 from dlbench.measure.stats import relative_half_width
 from dlbench.records import origin
@@ -47,6 +48,9 @@ def derive(summary: pd.DataFrame) -> pd.DataFrame:
     eager_ms      the headline of the same cell in its framework's eager, for timed cells
     speedup       eager_ms / headline_ms: above 1, faster than eager
 
+    A cell's host-memory figures are blank where they are not its own (measured after
+    other cells in its process: `memory.without_borrowed_memory`).
+
     In a run with rounds, `flags_spread_between_processes` is judged here, against the
     machine's drift between the rounds (`spread_between_rounds`).
 
@@ -54,7 +58,7 @@ def derive(summary: pd.DataFrame) -> pd.DataFrame:
     out of the comparisons (dlbench.records.origin; `report.mix_foreign`) are not in it: no answer,
     ratio, table or plot compares them (status.from_elsewhere lists them).
     """
-    frame = summary.copy()
+    frame = memory.without_borrowed_memory(summary)
     if origin.LEFT_OUT in frame:
         frame = frame[~frame[origin.LEFT_OUT].astype("boolean").fillna(False)]
         frame = frame.reset_index(drop=True)

@@ -255,11 +255,14 @@ class Scenario:
                       "median ± t·s/√k of their medians (at least the pooled samples' interval)")
         if "max_duration" in stopped:  # timed loops only (a training cell's steps have none)
             timing["stopped_by"] = "max_duration"
-        # The memory figures of one process, the one with the highest peak: each figure's
-        # largest over the processes mixed processes whose cell sat at different places in
-        # its group (in the default run, a steady peak 2 MiB below the model's residency).
-        final["memory"] = copy.deepcopy(max(
-            records, key=lambda r: r["memory"].get("peak_host_rss_mb") or 0)["memory"])
+        # The memory figures of one process (each figure's largest over the processes mixed
+        # processes whose cell sat at different places in its group): one where the cell
+        # was the first of its process if any, for a later cell's process still holds what
+        # the earlier cells left; of those, the one with the highest peak.
+        # `memory.first_in_process` says which it is.
+        firsts = [r for r in records if (r.get("process") or {}).get("position", 0) == 0]
+        chosen = max(firsts or records, key=lambda r: r["memory"].get("peak_host_rss_mb") or 0)
+        final["memory"] = {**copy.deepcopy(chosen["memory"]), "first_in_process": bool(firsts)}
         windows = [r.get("utilization") for r in records]
         nvml = [w["gpu_process_memory_peak_mb"] for w in windows
                 if w and w.get("gpu_process_memory_peak_mb") is not None]
