@@ -510,7 +510,7 @@ def test_overview_geometric_mean_compile_time_and_verdict(summary):
     assert "device" not in table
     # torchscript: 2× at length 8, and 8× at 16 with a wrong answer, which does not count.
     torchscript = rows.loc[("PyTorch", "torchscript")]
-    assert torchscript["speed-up over eager"] == "2.00× (2.00–2.00)"
+    assert torchscript["speed-up over eager"] == "2.00× (range 2.00–2.00)"
     assert torchscript["wrong answers left out"] == "✗ 1"
     assert torchscript["averaged over"] == "1 cells"
     assert torchscript["correctness"] == "✗ 1 of 2 outside tolerance"
@@ -521,7 +521,7 @@ def test_overview_geometric_mean_compile_time_and_verdict(summary):
     assert rows.loc[("PyTorch", "compile"), "wrong answers left out"] == "0"
     assert rows.loc[("PyTorch", "eager"), "speed-up over eager"] == "1 (the baseline)"
     assert rows.loc[("PyTorch", "eager"), "correctness"] == "✓ all 2 within tolerance"
-    assert rows.loc[("TensorFlow", "graph"), "speed-up over eager"] == "5.00× (5.00–5.00)"
+    assert rows.loc[("TensorFlow", "graph"), "speed-up over eager"] == "5.00× (range 5.00–5.00)"
     xla = rows.loc[("TensorFlow", "xla")]
     assert xla["speed-up over eager"] == "— (no eager baseline)"
     assert xla["correctness"] == "not checked"
@@ -536,7 +536,7 @@ def test_wrong_answers_do_not_count_in_the_overview():
     rows = frame(cell(median=10.0), cell(optimization="fast", median=1.0, within=False),
                  cell(median=10.0, seqlen=16), cell(optimization="fast", median=5.0, seqlen=16))
     row = speedup.overview(rows, False).table.set_index("optimization").loc["fast"]
-    assert row["speed-up over eager"] == "2.00× (2.00–2.00)"  # not the wrong 10×
+    assert row["speed-up over eager"] == "2.00× (range 2.00–2.00)"  # not the wrong 10×
     assert row["wrong answers left out"] == "✗ 1"
     only_wrong = frame(cell(median=10.0), cell(optimization="fast", median=1.0, within=False))
     row = speedup.overview(only_wrong, False).table.set_index("optimization").loc["fast"]
@@ -552,7 +552,7 @@ def test_cells_above_a_ceiling_do_not_count_in_the_overview():
     assert "above a ceiling" not in " ".join(speedup.overview(rows, False).table.columns)
     rows["above_ceiling"] = rows["optimization"].eq("fast") & rows["seqlen"].eq(8)
     row = speedup.overview(rows, False).table.set_index("optimization").loc["fast"]
-    assert row["speed-up over eager"] == "2.00× (2.00–2.00)"  # not the impossible 10×
+    assert row["speed-up over eager"] == "2.00× (range 2.00–2.00)"  # not the impossible 10×
     assert row[speedup.ABOVE] == 1 and row["wrong answers left out"] == "0"
     rows["above_ceiling"] = rows["optimization"].eq("fast")
     row = speedup.overview(rows, False).table.set_index("optimization").loc["fast"]
@@ -560,7 +560,7 @@ def test_cells_above_a_ceiling_do_not_count_in_the_overview():
     # An eager baseline above its ceiling makes its size's speed-up meaningless too.
     rows["above_ceiling"] = rows["optimization"].eq("eager") & rows["seqlen"].eq(16)
     row = speedup.overview(rows, False).table.set_index("optimization").loc["fast"]
-    assert row["speed-up over eager"] == "10.00× (10.00–10.00)"  # length 8's alone
+    assert row["speed-up over eager"] == "10.00× (range 10.00–10.00)"  # length 8's alone
 
 
 def test_overview_averages_over_the_cells_every_optimization_measured():
@@ -575,8 +575,8 @@ def test_overview_averages_over_the_cells_every_optimization_measured():
                  cell("tensorflow", "graph", 4.0), cell("tensorflow", "graph", 4.0, seqlen=16))
     view = speedup.overview(rows, several_devices=False)
     table = view.table.set_index(["framework", "optimization"])
-    assert table.loc[("PyTorch", "torchscript"), "speed-up over eager"] == "2.00× (2.00–2.00)"
-    assert table.loc[("TensorFlow", "graph"), "speed-up over eager"] == "2.00× (2.00–2.00)"
+    assert table.loc[("PyTorch", "torchscript"), "speed-up over eager"] == "2.00× (range 2.00–2.00)"
+    assert table.loc[("TensorFlow", "graph"), "speed-up over eager"] == "2.00× (range 2.00–2.00)"
     assert table.loc[("PyTorch", "compile"), "averaged over"] == "1 cells"
     assert view.common == {"cpu": [("bert", 1, 8)]}
     assert view.left_out.to_dict("records") == [
@@ -652,17 +652,23 @@ def test_gpu_table_shows_gpu_cells_only():
 
 
 def test_startup_counts_only_the_first_cell_of_each_process():
-    rows = frame(
+    cells = [
         cell(median=1.0, imports_done_s=4.0, cold_start_s=1.0, process_position=0),
         cell(median=1.0, seqlen=2, imports_done_s=6.0, cold_start_s=3.0, process_position=0),
         cell(median=1.0, seqlen=3, imports_done_s=0.1, cold_start_s=0.1, process_position=1,
              process_cells=2),
-    )
+    ]
+    rows = frame(*cells)
     assert startup.grouped(timed(rows)).tolist() == [False, False, True]
     table = startup.startup(timed(rows))
-    assert table.columns.tolist() == ["framework", "optimization", "cells", "imports done (s)",
-                                      "cold call (s)"]
-    assert table.iloc[0].tolist() == ["PyTorch", "eager", 2, "5.00", "2.00"]
+    assert table.columns.tolist() == ["scenario", "model", "framework", "optimization", "cells",
+                                      "imports done (s)", "cold call (s)"]
+    assert table.iloc[0].tolist() == ["inference", "bert", "PyTorch", "eager", 2, "5.00", "2.00"]
+    # Another workload of the same framework and recipe is a row of its own.
+    other = frame(*cells, cell(median=1.0, model="cnn", imports_done_s=9.0, cold_start_s=7.0,
+                               process_position=0))
+    table = startup.startup(timed(other)).set_index("model")
+    assert table.loc["bert", "cold call (s)"] == "2.00" and table.loc["cnn", "cells"] == 1
     assert startup.startup(timed(frame(cell(status="error", reason="x")))) is None
 
 
@@ -906,6 +912,34 @@ def test_memory_table_shows_the_steady_state_beside_the_load_peak():
     assert summary.loc["TensorFlow", "whole-cell peak"] == "1,796"
     assert summary.loc["TensorFlow", "with its child processes (sampled)"] == "2,500"
     assert memory.memory_table(timed(frame(cell(median=1.0, peak_host_rss_mb=5.0)))) is None
+
+
+def test_memory_measured_after_other_cells_of_its_process_is_not_the_cells_own():
+    """A cell that followed others in its process (per_group) found their memory still
+    held: its host figures are blank ('—'), and the growth per 1,000 tokens is fitted over
+    the cells that started their processes only (with the borrowed figures the default
+    run's slopes came out negative: −253 MiB per 1,000 tokens for JAX eager)."""
+    own = dict(process_position=0, first_in_process=True)
+    rows = frame(
+        cell("jax", median=5.0, seqlen=16, peak_host_rss_mb=1900.0, load_peak_mb=1900.0,
+             resident_after_model_mb=1100.0, steady_peak_mb=1150.0, **own),
+        cell("jax", median=9.0, seqlen=64, peak_host_rss_mb=1950.0, load_peak_mb=1950.0,
+             resident_after_model_mb=1100.0, steady_peak_mb=1250.0, **own),
+        # after the cells above: their memory, not its own
+        cell("jax", median=7.0, batch=2, seqlen=64, peak_host_rss_mb=1950.0,
+             load_peak_mb=1950.0, resident_after_model_mb=1940.0, steady_peak_mb=1945.0,
+             process_position=2, first_in_process=False),
+    )
+    assert (~memory.own_host_memory(timed(rows))).sum() == 1
+    assert timed(rows).loc[2, ["load_peak_mb", "steady_peak_mb"]].isna().all()
+    table = memory.memory_table(timed(rows)).set_index(["batch", "seqlen"])
+    assert table.index.tolist() == [(1, 16), (1, 64)]  # not the borrowed one
+    assert table.loc[(1, 64), "steady − model"] == "150"
+    growth = memory.per_token(timed(rows)).iloc[0]["MiB per 1k tokens"]
+    assert growth == "2,083.3"  # (150 − 50) MiB over 48 tokens: 2,083.3 per 1,000
+    # A record without the combined flag: its process position decides.
+    alone = frame(cell("jax", median=5.0, load_peak_mb=900.0, process_position=1))
+    assert alone["load_peak_mb"].isna().all()
 
 
 def test_float32_ops_per_framework_and_precision():

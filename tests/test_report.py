@@ -159,10 +159,10 @@ def test_speedup_and_ratio_tables(rendered):
     rows = {(r[0] or "PyTorch" if r[1] != "graph" else "TensorFlow", r[1]): dict(
         zip(header, r, strict=True)) for r in overview[1:]}
     # torchscript: 10/5 = 2 and 12.5/6.25 = 2, one of them a wrong answer.
-    assert rows["PyTorch", "torchscript"]["speed-up over eager"] == "2.00× (2.00–2.00)"
+    assert rows["PyTorch", "torchscript"]["speed-up over eager"] == "2.00× (range 2.00–2.00)"
     assert rows["PyTorch", "torchscript"]["wrong answers left out"] == "✗ 1"
     assert rows["PyTorch", "torchscript"]["correctness"] == "✗ 1 of 2 outside tolerance"
-    assert rows["TensorFlow", "graph"]["speed-up over eager"] == "5.00× (5.00–5.00)"
+    assert rows["TensorFlow", "graph"]["speed-up over eager"] == "5.00× (range 5.00–5.00)"
     ratio = next(rows for h, rows in tables if h.startswith("fp32: float32 throughout"))
     # TensorFlow's graph is the fastest everywhere. Batch 1: PyTorch's torchscript 5 ms
     # against graph 4 ms; batch 2: torchscript is wrong, so PyTorch's eager (12.5 ms)

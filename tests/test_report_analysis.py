@@ -301,9 +301,9 @@ def test_throughput_carries_the_interval(cells):
     assert (other, value) == ("batch", 1) and set(held["batch"]) == {1}
     table = scaling.table(points).set_index(["batch", "length"])
     assert table.loc[(2, 8), "TensorFlow graph"] == "250 (243–258)"
-    # A median whose interval reaches 0 (two processes far apart) bounds the rate from
+    # A time whose interval reaches 0 (two processes far apart) bounds the rate from
     # below only: no upper bound, never a negative or infinite one.
-    cells = cells.assign(median_ci95_ms_low=cells["median_ci95_ms_low"].where(
+    cells = cells.assign(headline_ci95_ms_low=cells["headline_ci95_ms_low"].where(
         ~(cells["framework"].eq("tensorflow") & cells["optimization"].eq("graph")), 0.0))
     row = scaling.throughput(cells[cells["timed"]]).query("line == 'TensorFlow graph'").iloc[0]
     assert row["samples_s_low"] > 0 and np.isnan(row["samples_s_high"])

@@ -50,15 +50,17 @@ def spreadsheet(cells: pd.DataFrame, values: list[str]) -> pd.DataFrame:
 
 
 def cell_texts(cells: pd.DataFrame) -> tuple[list[str], list[str]]:
-    """Each cell's display string (median ms, † flagged, ✗ wrong; N/A with the reason) and
-    its tooltip (the flags' reasons and the error; the full reason of an N/A)."""
+    """Each cell's display string (its time, † flagged, ✗ wrong; N/A with the reason) and
+    its tooltip (the flags' reasons and the error; the full reason of an N/A). The time is
+    the one the answer ranks by (headline_ms): the median, or in rounds the geometric mean
+    of the rounds' medians, so that this sheet and the answer show one figure per cell."""
     timed = cells["status"].eq("ok") & cells["median_ms"].notna()
     flags = flagged(cells)
     reasons = cells.get("flags_reasons", pd.Series("", index=cells.index))
     text, tips = [], []
     for t, f, why, r in zip(timed, flags, reasons, cells.itertuples(), strict=True):
         if t:
-            text.append(fmt_ms(r.median_ms) + (UNSTABLE_MARK if f else "")
+            text.append(fmt_ms(r.headline_ms) + (UNSTABLE_MARK if f else "")
                         + (WRONG_MARK if r.wrong_answer else ""))
             tips.append(" · ".join(filter(None, [why if f else "", error_note(r)])))
         else:

@@ -107,8 +107,9 @@ def latency_vs_length(timed: pd.DataFrame, figure: Figure) -> Figure:
     for (i, model), (j, batch) in ((m, b) for m in enumerate(models) for b in enumerate(batches)):
         ax = axes[i, j]
         panel = data[data["model"].eq(model) & data["batch"].eq(batch)]
-        lines = panel.dropna(subset=["median_ms"]).groupby(
-            [hue, "optimization", "seqlen"])["median_ms"].mean()  # the mean of repeats
+        # the answer's time (in rounds, the level); the mean over devices' repeats
+        lines = panel.dropna(subset=["headline_ms"]).groupby(
+            [hue, "optimization", "seqlen"])["headline_ms"].mean()
         for name in hues:
             for optimization in optimizations:
                 if (name, optimization) in lines.index.droplevel("seqlen"):

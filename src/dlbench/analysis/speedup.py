@@ -181,7 +181,7 @@ def overview(frame: pd.DataFrame, several_devices: bool) -> Overview:
         elif ratios.empty:
             speedup = "— (no cell that every optimization measured)"
         else:
-            speedup = f"{geomean(ratios):.2f}× ({ratios.min():.2f}–{ratios.max():.2f})"
+            speedup = f"{geomean(ratios):.2f}× (range {ratios.min():.2f}–{ratios.max():.2f})"
         row.update({
             "cells": f"{len(timed)} of {len(cells)}",
             "speed-up over eager": speedup,

@@ -31,19 +31,20 @@ def first_in_process(timed: pd.DataFrame) -> pd.Series:
 
 
 def startup(timed: pd.DataFrame) -> pd.DataFrame | None:
-    """Per framework and optimization, the medians over the cells that were first in their
-    process of each phase's seconds since process start; None without such cells."""
+    """Per scenario, model, framework and optimization (one workload: a framework's BERT
+    and its CNN start alike only by chance), the medians over the cells that were first in
+    their process of each phase's seconds since process start; None without such cells."""
     present = [c for c in PHASES if c in timed]
     fresh = timed[first_in_process(timed)]
     if fresh.empty or not present:
         return None
-    by = fresh.groupby(["framework", "optimization"])
+    by = fresh.groupby(["scenario", "model", "framework", "optimization"])
     table = by[present].median()
     if WARM_PARENT in fresh and fresh[WARM_PARENT].notna().any():
         table[PARENT_COLUMN] = by[WARM_PARENT].median()
     table.insert(0, "cells", by.size())
     table = table.rename(columns=PHASES).reset_index()
     table["framework"] = table["framework"].map(framework_name)
-    for column in table.columns[3:]:
+    for column in table.columns[5:]:
         table[column] = table[column].map(lambda v: fmt_fixed(v, missing="—"))
     return table

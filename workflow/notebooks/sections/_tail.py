@@ -74,7 +74,9 @@ else:
         say(f"None of the {len(ok)} timed cells is flagged.")
     shown = len(measured.table)
     if not measured.flagged:
-        title = "The least stable timed cells first"
+        title = ("The least stable timed cells first" if shown == len(ok) else
+                 f"The {shown} least stable of the {len(ok)} timed cells (every cell: "
+                 "results/summary.csv)")
     elif measured.flagged == shown:
         title = "Flagged cells"
     else:
@@ -89,7 +91,8 @@ else:
 # and the first (cold) call, which includes compilation or tracing. The times below are seconds
 # since process start at each phase (medians over the cells with a timing), and the duration of
 # the cold call itself. Cells measured later in a group's process (`per_group`) paid no import
-# and found the framework set up, so only the first cell of each process counts here. A job
+# and found the framework set up, so only the first cell of each process counts here; one row
+# per scenario and model (each its own workload), framework and optimization. A job
 # forked by a warm parent (config/README.md) found its framework imported: its columns show
 # what the job paid, the last one what the import cost its parent, once.
 
@@ -98,7 +101,7 @@ costs = startup(ok)
 if costs is None:
     say("No cell produced a timing, so there is no start-up cost to show.")
 else:
-    show(blank_repeats(costs, "framework"))
+    show(blank_repeats(blank_repeats(costs, "scenario"), "model"))
 
 # %% [markdown]
 # ## Reproduce

@@ -69,7 +69,8 @@ if len(scenarios(everything)) > 1:
 # ## Median latency per framework (ms)
 #
 # Laid out like the 2019 HuggingFace transformers benchmark: one row per model and batch size, one
-# column per sequence length; each value is the median latency of one forward pass in ms.
+# column per sequence length; each value is the median latency of one forward pass in ms (in
+# rounds, the geometric mean of the rounds' medians, the time the answer ranks by).
 
 # %%
 sheets = latency.sheets(df)
@@ -220,8 +221,9 @@ elif not wrong.empty:
 # %% [markdown]
 # ## Latency against sequence length
 #
-# Median latency (ms, log scale) per model (rows) and batch size (columns); colour is the
-# framework, marker and line style the optimization. Only cells with a timing are plotted.
+# Median latency (ms, log scale; in rounds the geometric mean of the rounds' medians) per
+# model (rows) and batch size (columns); colour is the framework, marker and line style the
+# optimization. Only cells with a timing are plotted.
 
 # %%
 if ok.empty:
@@ -319,7 +321,11 @@ else:
 # **steady peak** during the timed loop; **steady − model** is what an input of that size
 # costs on top of the model. The whole cell's peak is the measuring process's; beside it the
 # peak of its process tree, sampled (torch.compile's compile workers: the sum of their
-# resident memory, which counts a page they share in each, so an upper bound). On a GPU the
+# resident memory, which counts a page they share in each; sampled 100 times a second, it
+# can miss a short peak that the process's own counter caught). A cell measured after other
+# cells in its process (`measurement.process: per_group`) has no host memory of its own
+# here: its process still held what the earlier cells left; in rounds, a cell's figures come
+# from a round where it was the first of its process, where there is one. On a GPU the
 # same phases come from the framework's allocator, and NVML's view of the process during the
 # timed loop beside them (TensorFlow runs with memory growth on, so that NVML does not
 # report the whole card).
@@ -334,6 +340,9 @@ else:
          left=["framework", "optimization"])
     show(phases, "Memory by phase per cell (MiB)",
          left=["framework", "optimization", "model", "device"])
+    if borrowed := int((~memory.own_host_memory(ok)).sum()):
+        say(f"Not shown: {borrowed} of {len(ok)} cells, measured only after other cells in "
+            "their process (it still held what those cells left).")
 
 # %% [markdown]
 # ## Memory against input size
@@ -371,8 +380,9 @@ if gpu_sized is not None:
 # ## Throughput against batch size and sequence length
 #
 # Throughput of the cells with a right answer: **samples per second** (batch / median
-# latency) against the batch size, and **tokens per second** (batch × length / median)
-# against the sequence length; higher is better. Each panel holds the other size at the
+# latency; in rounds, the geometric mean of the rounds' medians) against the batch size, and
+# **tokens per second** (batch × length / that time) against the sequence length; higher is
+# better. Each panel holds the other size at the
 # largest value that several sizes were measured at (named in its title). The error bars
 # are the 95% confidence interval of each cell's median, carried over to the throughput.
 
