@@ -500,7 +500,7 @@ def test_combined_memory_figures_come_from_one_process():
 def test_combined_memory_figures_come_from_a_process_the_cell_started():
     """In rounds of per_group processes a cell is the first of its process in one round and
     follows other cells in another, where its process still holds what they left (a default
-    run: every PyTorch eager cell's load peak = model = steady, from such a process). The
+    run: every PyTorch eager cell's load peak = resident model, from such a process). The
     combined record keeps a process where the cell came first, even with the lower peak,
     and says whether it could (`first_in_process`)."""
     from dlbench import scenarios
