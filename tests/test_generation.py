@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from dlbench.catalogue import frameworks, recipes
+from dlbench.measure.decoder import HEAD_ON_LAST_POSITION
 from dlbench.plan import config
 from dlbench.plan.matrix import expand_cells
 from dlbench.records import result
@@ -549,5 +550,5 @@ def test_the_head_computes_the_last_positions_logits_only_as_pytorchs_generate(f
     ours, theirs = found["True"], found["False"]
     assert ours["positions"] == BATCH and theirs["positions"] == BATCH * PROMPT
     assert ours["ids"] == theirs["ids"]
-    assert "the head on the last position only" in ours["how"]
-    assert "last position" not in theirs["how"]
+    assert HEAD_ON_LAST_POSITION in ours["how"]
+    assert HEAD_ON_LAST_POSITION not in theirs["how"]

@@ -4,6 +4,7 @@ input of that size costs), per cell."""
 
 import pandas as pd
 
+from dlbench.analysis.startup import first_in_process
 from dlbench.format import framework_name
 
 # summary column → heading, in the table's order; the GPU ones appear where present.
@@ -34,11 +35,9 @@ HOST = ["rss_at_start_mb", "load_peak_mb", "resident_after_model_mb", "first_cal
 
 def own_host_memory(cells: pd.DataFrame) -> pd.Series:
     """Whether each cell's host-memory figures are its own: measured in a process where it
-    was the first cell (`first_in_process`, which a combined record sets; else the
-    process's position)."""
-    own = pd.Series(True, index=cells.index)
-    if "process_position" in cells:
-        own = cells["process_position"].fillna(0).eq(0)
+    was the first cell (the column `first_in_process`, which a combined record sets; else
+    its process's position, as the start-up table judges it)."""
+    own = first_in_process(cells)
     if "first_in_process" in cells:
         recorded = cells["first_in_process"]
         own = recorded.where(recorded.notna(), own).astype(bool)

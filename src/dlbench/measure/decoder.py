@@ -6,6 +6,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+# What a recipe's `how` adds where the framework's language-model head computes the last
+# position's logits only, the ones generate chooses from (PyTorch's generate asks its model
+# for them alone; TensorFlow's and JAX's ops cut their heads to them).
+HEAD_ON_LAST_POSITION = "the head on the last position only"
+
 
 @dataclass
 class Decoder:

@@ -384,7 +384,7 @@ if gpu_sized is not None:
 # **tokens per second** (batch × length / that time) against the sequence length; higher is
 # better. Each panel holds the other size at the
 # largest value that several sizes were measured at (named in its title). The error bars
-# are the 95% confidence interval of each cell's median, carried over to the throughput.
+# are the 95% confidence interval of each cell's time, carried over to the throughput.
 
 # %%
 points = scaling.throughput(ok)

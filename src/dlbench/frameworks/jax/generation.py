@@ -41,7 +41,7 @@ from transformers.models.gpt2 import modeling_flax_gpt2
 from dlbench.catalogue.models import ModelSpec
 from dlbench.catalogue.recipes import Optimization
 from dlbench.frameworks.jax.inference import _DTYPES, Model, _load_pytorch_weights
-from dlbench.measure.decoder import Decoder
+from dlbench.measure.decoder import HEAD_ON_LAST_POSITION, Decoder
 
 # The causal-LM class of each decoder family (its head tied to the word embeddings).
 LM_CLASSES = {"gpt2": "FlaxGPT2LMHeadModel"}
@@ -150,7 +150,7 @@ class JaxGeneration:
             call=lambda: hold(whole(model.params, **inputs)),
             first=lambda: hold(first(model.params, **inputs)),
             how="generate() under jax.jit: one XLA program" + (
-                "; the head on the last position only" if self.head_on_last_position else ""),
+                f"; {HEAD_ON_LAST_POSITION}" if self.head_on_last_position else ""),
             traces=whole._cache_size,
             call_with=lambda other: hold(whole(model.params, **other)),
             compilations=whole._cache_size,

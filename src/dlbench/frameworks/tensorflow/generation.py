@@ -30,7 +30,7 @@ from dlbench.frameworks.tensorflow.inference import (
     _load_pytorch_weights,
     built_to_load,
 )
-from dlbench.measure.decoder import Decoder
+from dlbench.measure.decoder import HEAD_ON_LAST_POSITION, Decoder
 
 # The causal-LM class of each decoder family (its head tied to the word embeddings), and
 # its base layer, whose last hidden states the head multiplies.
@@ -136,7 +136,7 @@ class TensorFlowGeneration:
                         pad_token_id=model.config.eos_token_id)
 
         device = self.backend.device_name
-        last = "; the head on the last position only" if self.head_on_last_position else ""
+        last = f"; {HEAD_ON_LAST_POSITION}" if self.head_on_last_position else ""
 
         def first_step(input_ids, attention_mask):
             """generate()'s first step on its own: the prompt's forward pass with its
