@@ -993,7 +993,10 @@ def test_a_figure_in_words():
     left.legend()
     right.set(title="bert, batch 2", xlabel="sequence length (tokens)")
     fig.suptitle("Latency")
-    assert describe(fig) == ("Figure 'Latency'. bert, batch 1; x: sequence length (tokens); "
-                             "y: latency (ms); legend: PyTorch eager. bert, batch 2; "
-                             "x: sequence length (tokens).")
+    left.set_xticks([0, 1], ["8", "16"])
+    # The ticks shown: those inside the axis's limits (the locator proposes wider ones).
+    assert describe(fig) == ("Figure 'Latency'. bert, batch 1; x: sequence length (tokens) "
+                             "[8, 16]; y: latency (ms) [1.0, 1.2, 1.4, 1.6, 1.8, 2.0]; "
+                             "legend: PyTorch eager. bert, batch 2; x: sequence length "
+                             "(tokens) [0.0, 0.2, 0.4, 0.6, 0.8, 1.0].")
     plt.close(fig)

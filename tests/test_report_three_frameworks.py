@@ -1,15 +1,18 @@
 """The report executed on a synthetic summary with a third framework (`jax`): every section
 runs, and the answer, the latency sheets, the ratio tables and the figures show all three.
 The notebook runs in its own process, so JAX's label is whatever the registry gives it
-(dlbench.catalogue.axes: 'jax' until JAX registers as 'JAX')."""
+(dlbench.catalogue.axes: 'jax' until JAX registers as 'JAX'). Then a real default run's
+records (three frameworks in every scenario): each scenario's answer shows the three, fits a
+laptop's window, and the figures' axes read in plain numbers."""
 
 import json
 
 import pandas as pd
 import pytest
+import yaml
 
 from dlbench.format import framework_name
-from dlbench.records import provenance
+from dlbench.records import aggregate, provenance
 from dlbench.report import render
 from tests import report_html
 from tests.conftest import REPO
@@ -108,3 +111,67 @@ def test_the_gpu_and_mixed_precision_sections_describe_every_framework(rendered)
         assert [label for label, _ in found] == ["PyTorch", "TensorFlow", JAX, "ONNX Runtime"], \
             attribute
         assert [i for _, i in found] == sorted(i for _, i in found)
+
+
+# -- a real default run ------------------------------------------------------------------------
+
+# The records of a default run (config/config.yaml, commit d299870, a 2-core Intel Xeon):
+# runs/ is its results/runs/*.json, peak/ its results/peak/cpu_fp32_t2.json. Renew them from
+# a newer run by copying those files here.
+DEFAULT_RUN = REPO / "tests" / "data" / "default_run"
+ANSWERS = {"Inference": "bert-base-uncased", "Training": "cnn", "Generation": "distilgpt2"}
+
+
+@pytest.fixture(scope="module")
+def default_report(tmp_path_factory) -> str:
+    """The default run's report, rendered from its records as the workflow does."""
+    folder = tmp_path_factory.mktemp("default-run")
+    summary = aggregate.summarize(sorted((DEFAULT_RUN / "runs").glob("*.json")))
+    path = folder / "summary.parquet"
+    summary.to_parquet(path, index=False)
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    provenance.write(folder / provenance.NAME, config, ["config/config.yaml"])
+    html = folder / "report.html"
+    render(REPO / "workflow" / "notebooks" / "report.py", path, folder / "report.ipynb", html,
+           [DEFAULT_RUN / "peak" / "cpu_fp32_t2.json"])
+    return html.read_text()
+
+
+@pytest.mark.slow  # a report of every scenario
+def test_each_scenarios_answer_shows_the_three_frameworks(default_report):
+    answers = [rows for heading, rows in report_html.tables(default_report)
+               if heading == "The answer"]
+    assert len(answers) == len(ANSWERS)
+    for (scenario, model), (header, *rows) in zip(ANSWERS.items(), answers, strict=True):
+        assert [h for h in header if h.endswith("'s best")] == [
+            "PyTorch's best", "TensorFlow's best", f"{JAX}'s best"], scenario
+        assert rows and all(row[0] == model for row in rows), scenario
+        best = [header.index(f"{name}'s best") for name in ("PyTorch", "TensorFlow", JAX)]
+        assert all(row[i] and not row[i].startswith("—") for row in rows for i in best), \
+            (scenario, rows)
+
+
+@pytest.mark.slow  # a report of every scenario
+def test_every_figure_reads_its_axes_in_plain_numbers(default_report):
+    """matplotlib's log axes label their ticks in mathtext, which the report shows as text
+    (`$\\mathdefault{2^{0}}$`): every axis's ticks must be plain numbers. The figure's
+    words (its alt) carry the tick labels as drawn."""
+    texts = report_html.image_texts(default_report)
+    assert not [t for t in texts if "$" in t or "mathdefault" in t]
+    tokens = [t for t in texts if "y: generated tokens/s" in t]
+    assert len(tokens) == 1 and "x: batch size [1]" in tokens[0], texts
+
+
+@pytest.mark.slow  # a browser
+def test_a_default_runs_report_fits_a_laptop_window(tmp_path, default_report, chromium):
+    """With three frameworks, each scenario's answer (training's and generation's too) and
+    every other table fit a 1300-px window."""
+    from tests.conftest import headless_chrome
+    from tests.test_report_browser import cut_off
+
+    page = tmp_path / "report.html"
+    page.write_text(default_report)
+    with headless_chrome(chromium) as driver:
+        driver.get(page.as_uri())
+        wide = cut_off(driver)
+    assert wide == []

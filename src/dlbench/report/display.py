@@ -76,14 +76,34 @@ def styled(frame: pd.DataFrame, caption: str | None = None,
     return styler
 
 
+# An axis's tick labels go into its words up to this many (beyond, they are a scale, not
+# values a reader looks up).
+MOST_TICKS = 12
+
+
+def _labelled(axis) -> str:
+    """A labelled axis's label and its major tick labels as drawn: 'batch size [1, 2, 4]'
+    (the ticks left out where there are none or too many); '' for an axis without a
+    label."""
+    label = axis.get_label_text()
+    low, high = sorted(axis.get_view_interval())
+    ticks = [text.get_text() for place, text in zip(axis.get_majorticklocs(),
+                                                   axis.get_majorticklabels(), strict=False)
+             if low <= place <= high and text.get_text()]  # the locator's are wider
+    if not label or not 0 < len(ticks) <= MOST_TICKS:
+        return label
+    return f"{label} [{', '.join(ticks)}]"
+
+
 def describe(fig: Figure) -> str:
-    """A figure in words, from what it shows as text: its title, each panel's title, axes and
-    legend (the HTML's `alt`, which screen readers read and browsers show when the image is
-    missing)."""
+    """A figure in words, from what it shows as text: its title, each panel's title, axes
+    with their tick labels, and legend (the HTML's `alt`, which screen readers read and
+    browsers show when the image is missing)."""
     panels = []
     for ax in fig.axes:
         said = [f"{name}: {text}" for name, text in (
-            ("", ax.get_title()), ("x", ax.get_xlabel()), ("y", ax.get_ylabel())) if text]
+            ("", ax.get_title()), ("x", _labelled(ax.xaxis)), ("y", _labelled(ax.yaxis)))
+            if text]
         legend = ax.get_legend()
         if legend is not None:
             said.append("legend: " + ", ".join(t.get_text() for t in legend.get_texts()))
