@@ -2,7 +2,8 @@
 headings that exist; the repository paths they name in backticks exist, and the results/,
 report/ and logs/ paths are ones the workflow writes (dlbench.files.paths names every one);
 the adding-a-framework page names every module a framework's folder needs, read from the
-code; the README stays short and links every page. Each check returns what is wrong, and a
+code; the README stays short and links every page; the timings measured to the second live
+in one place, docs/measurements.md (and GPU runs in docs/what-has-run-where.md). Each check returns what is wrong, and a
 planted fault in a temporary copy of a page shows that it can fail."""
 
 import inspect
@@ -41,6 +42,9 @@ GENERATED_ELSEWHERE = {
                                          'with_name(f"model-{attention}.onnx")'),
 }
 PLACEHOLDER = re.compile(r"<[^<>/]*>|…|\*")
+# A time measured to the second ("8 min 58 s"): a dated measurement, kept in one place.
+MEASURED = re.compile(r"\b\d+ min \d+ s\b")
+TIMINGS_HOME = ("docs/measurements.md", "docs/what-has-run-where.md")
 
 
 def pages(root: Path = REPO) -> list[Path]:
@@ -174,6 +178,20 @@ def missing_framework_modules(page: Path) -> list[str]:
     return [f"{m}.py" for m in framework_modules() if f"`{m}.py`" not in section]
 
 
+def configs(root: Path = REPO) -> list[Path]:
+    """The config files, whose comments a reader takes as documentation."""
+    return sorted((root / "config").rglob("*.yaml"))
+
+
+def timings_elsewhere(page: Path, root: Path = REPO) -> list[str]:
+    """The times measured to the second that a page holds outside TIMINGS_HOME."""
+    if str(page.relative_to(root)) in TIMINGS_HOME:
+        return []
+    return [f"{page.relative_to(root)}:{number}: {found}"
+            for number, line in enumerate(page.read_text().splitlines(), 1)
+            for found in MEASURED.findall(line)]
+
+
 def readme_problems(root: Path = REPO) -> list[str]:
     """The README's length, and the pages it does not link."""
     readme = root / "README.md"
@@ -227,6 +245,11 @@ def test_the_module_list_is_read_from_the_code_and_is_what_the_frameworks_have()
 
 def test_the_readme_is_short_and_links_every_page():
     assert readme_problems() == []
+
+
+def test_dated_timings_live_in_one_place():
+    found = [problem for page in [*pages(), *configs()] for problem in timings_elsewhere(page)]
+    assert found == []
 
 
 def test_each_docs_page_says_first_what_it_is_for():
@@ -290,6 +313,15 @@ def test_a_module_left_out_of_the_framework_page_is_caught(copy):
     assert missing_framework_modules(page) == []
     page.write_text(page.read_text().replace("`generation.py`", "generation.py"))
     assert missing_framework_modules(page) == ["generation.py"]
+
+
+def test_a_planted_timing_outside_measurements_is_caught(copy):
+    measurements = copy / "docs" / "measurements.md"
+    assert "min" in measurements.read_text() and timings_elsewhere(measurements, copy) == []
+    page = copy / "docs" / "compare.md"
+    _plant(page, "A comparison of 8 rounds took 12 min 5 s here (2026-11-30).")
+    lines = len(page.read_text().splitlines())
+    assert timings_elsewhere(page, copy) == [f"docs/compare.md:{lines}: 12 min 5 s"]
 
 
 def test_a_long_readme_or_an_unlinked_page_is_caught(copy):
