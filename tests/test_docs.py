@@ -3,8 +3,9 @@ headings that exist; the repository paths they name in backticks exist, and the 
 report/ and logs/ paths are ones the workflow writes (dlbench.files.paths names every one);
 the adding-a-framework page names every module a framework's folder needs, read from the
 code; the README stays short and links every page; the timings measured to the second live
-in one place, docs/measurements.md (and GPU runs in docs/what-has-run-where.md). Each check returns what is wrong, and a
-planted fault in a temporary copy of a page shows that it can fail."""
+in one place, docs/measurements.md (and GPU runs in docs/what-has-run-where.md). Each check
+returns what is wrong, and a planted fault in a temporary copy of a page shows that it can
+fail."""
 
 import inspect
 import itertools
