@@ -6,12 +6,14 @@ and recipe; and the first token inside the whole generation, from the steps' sta
 the framework exposes them.
 
     .venv/bin/python bench/first_token.py [--model distilgpt2] [--threads 2] [--calls 15]
+        [--frameworks pytorch tensorflow jax]
 
 TensorFlow's one-token generate() cannot run under tf.function in transformers 4.57 (a
 negative padding of its cache): its xla row has no one-token generation. Medians of
 `--calls` alternated calls after two untimed ones; random weights from the seed; batch 1,
-a 32-token prompt, 32 new tokens, as the default matrix's generation slice. Run it on an
-idle machine.
+a 32-token prompt, 32 new tokens, as the default matrix's generation slice; JAX's one-token
+generate() computes its head on the last position only, as dlbench's recipe does. Run it on
+an idle machine.
 """
 
 import argparse
@@ -57,12 +59,16 @@ for name in sys.argv[5:]:
                                   min_new_tokens=1, pad_token_id=0)
     elif framework == "jax":
         import jax
+        import flax.linen as nn
+        from dlbench.frameworks.jax.generation import _head_on_last_position
         flax_model = model.flax_model
         @jax.jit
         def generate_one(params, input_ids, attention_mask):
-            return flax_model.generate(input_ids, attention_mask=attention_mask,
-                                       params=params, do_sample=False, max_new_tokens=1,
-                                       pad_token_id=0).sequences
+            # the head on the last position, as dlbench's recipe runs it
+            with nn.intercept_methods(_head_on_last_position):
+                return flax_model.generate(input_ids, attention_mask=attention_mask,
+                                           params=params, do_sample=False, max_new_tokens=1,
+                                           pad_token_id=0).sequences
         def one():
             return ops.backend.hold(generate_one(model.params, **inputs))
     ways = {"first step (dlbench)": decoder.first, "whole generation": decoder.call}
@@ -93,10 +99,12 @@ def main() -> None:
     parser.add_argument("--model", default="distilgpt2")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--calls", type=int, default=15)
+    parser.add_argument("--frameworks", nargs="+", choices=list(CELLS), default=list(CELLS))
     args = parser.parse_args()
     print(f"{args.model}, batch 1, prompt 32, 32 new tokens, {args.threads} threads; "
           f"medians of {args.calls} alternated calls (ms)")
-    for framework, recipes in CELLS.items():
+    for framework in args.frameworks:
+        recipes = CELLS[framework]
         done = subprocess.run([sys.executable, "-c", FRAMEWORK, framework, args.model,
                                str(args.threads), str(args.calls), *recipes],
                               capture_output=True, text=True)
