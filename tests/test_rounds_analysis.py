@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dlbench.analysis import headline, ratio, rounds
+from dlbench.analysis import headline, plots, ratio, rounds, speedup
 from tests.test_analysis import cell, frame
 
 
@@ -142,6 +142,30 @@ def test_a_real_difference_is_found_and_no_difference_is_a_tie():
     same = _rounds_frame({("pytorch", "eager"): 40.0, ("tensorflow", "graph"): 40.0,
                           ("jax", "jit"): 60.0}, drift, 0.01, rng)
     assert headline.winners(same)["inference"].iloc[0]["by how much"].startswith("tie: ")
+
+
+def test_a_speed_up_inside_the_noise_is_a_grey_tie_in_the_heatmap():
+    """The speed-up over eager is paired by round as the answer's ratios are: TorchScript
+    1.5× faster is coloured (green), one as fast as eager within the noise is a tie, grey
+    and marked '=' (a default run coloured 1.05×, answer 0.93-1.18, as a speed-up)."""
+    from matplotlib.figure import Figure
+
+    rng = np.random.default_rng(4)
+    drift = [0.1, -0.05, 0.0]
+    summary = _rounds_frame({("pytorch", "eager"): 40.0, ("pytorch", "torchscript"): 26.7,
+                             ("tensorflow", "eager"): 50.0, ("tensorflow", "graph"): 49.5},
+                            drift, 0.03, rng)
+    tied = speedup.ties(summary).set_axis(summary["optimization"]).to_dict()
+    assert tied == {"eager": False, "torchscript": False, "graph": True}
+    panels = {p.optimization: p for p in speedup.panels(summary)}
+    assert panels["graph"].tied.iloc[0, 0] and not panels["torchscript"].tied.iloc[0, 0]
+    for optimization, shown in (("graph", "= "), ("torchscript", "1.5")):
+        ax = plots.speedup_heatmap(Figure().subplots(), panels[optimization],
+                                   speedup.scale(summary), False)
+        texts = [t.get_text() for t in ax.texts if t.get_text()]
+        assert len(texts) == 1 and texts[0].startswith(shown), texts
+        coloured = ax.collections[0].get_array()
+        assert bool(np.ma.getmaskarray(coloured).all()) is (optimization == "graph")
 
 
 def test_the_ratio_table_gives_the_answers_figure_for_the_same_two_cells():

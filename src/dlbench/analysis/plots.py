@@ -185,13 +185,19 @@ def speedup_size(panel: Panel) -> tuple[float, float]:
 
 def speedup_heatmap(ax: Axes, panel: Panel, limit: float, several_devices: bool) -> Axes:
     """The speed-ups of a panel on a log2 colour scale of half-width `limit` (green: faster
-    than eager), '✗' on a wrong answer, 'N/A' on a cell that did not run."""
+    than eager), '✗' on a wrong answer, 'N/A' on a cell that did not run; a tie with eager
+    (its interval holds 1) is grey and marked '='."""
+    tied = panel.tied.to_numpy()
     annot = np.vectorize(lambda v, w: "" if pd.isna(v) else f"{v:.2f}{' ✗' if w else ''}")(
         panel.speedup.to_numpy(), panel.wrong.to_numpy())
     # Centred on no speed-up: as far into the red as into the green.
-    _heatmap(ax, np.log2(panel.speedup), annot, "RdYlGn", Normalize(-limit, limit),
-             "speed-up over eager (log scale)")
-    ax.set_facecolor("#eeeeee")  # the squares without a speed-up
+    _heatmap(ax, np.log2(panel.speedup).mask(panel.tied), annot, "RdYlGn",
+             Normalize(-limit, limit), "speed-up over eager (log scale)")
+    ax.set_facecolor("#eeeeee")  # the squares without a speed-up, and the ties
+    for (i, j), tie in np.ndenumerate(tied):
+        if tie:
+            ax.text(j + 0.5, i + 0.5, f"= {panel.speedup.iat[i, j]:.2f}"
+                    f"{' ✗' if panel.wrong.iat[i, j] else ''}", ha="center", va="center")
     for (i, j), ran in np.ndenumerate(panel.timed.to_numpy()):
         if not ran:
             ax.text(j + 0.5, i + 0.5, "N/A", ha="center", va="center", color="#888")

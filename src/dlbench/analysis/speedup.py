@@ -16,7 +16,8 @@ MIN_SCALE = 1.5
 @dataclass
 class Panel:
     """The speed-ups of one framework, optimization and device: rows (model, batch), columns
-    sequence lengths; `wrong` and `timed` are the same shape (wrong answer; has a timing)."""
+    sequence lengths; `wrong`, `timed` and `tied` are the same shape (wrong answer; has a
+    timing; its speed-up is inside the noise: `ties`)."""
 
     framework: str
     optimization: str
@@ -24,6 +25,7 @@ class Panel:
     speedup: pd.DataFrame
     wrong: pd.DataFrame
     timed: pd.DataFrame
+    tied: pd.DataFrame
 
 
 def geomean(values: pd.Series) -> float:
@@ -51,10 +53,38 @@ def _grid(cells: pd.DataFrame, values: str, index: pd.MultiIndex, columns: list,
     return table.reindex(index=index, columns=columns)
 
 
+def ties(frame: pd.DataFrame) -> pd.Series:
+    """Whether each cell's speed-up over its eager baseline is a tie: its 95% interval holds
+    1 — paired round by round where both cells were measured in rounds, with the scenario's
+    spread between processes (dlbench.analysis.rounds, as the answer's ratios), else from
+    the two times' intervals. False for a cell without a speed-up."""
+    from dlbench.analysis import rounds
+    from dlbench.analysis.uncertainty import ratio_interval
+
+    tied = pd.Series(False, index=frame.index)
+    cells = with_speedup(frame)
+    if cells.empty:
+        return tied
+    spreads = rounds.run_spreads(frame[frame["timed"]])
+    eager = frame.drop_duplicates("cell_id").set_index("cell_id", drop=False)
+    for index, cell in cells.iterrows():
+        if cell["eager_cell"] not in eager.index:
+            continue
+        base = eager.loc[cell["eager_cell"]]
+        found = rounds.paired(base.to_dict(), cell.to_dict(), spreads.get(cell["scenario"]))
+        if found is None:
+            found = ratio_interval(base["headline_ms"], base["headline_ci95_ms_low"],
+                                   base["headline_ci95_ms_high"], cell["headline_ms"],
+                                   cell["headline_ci95_ms_low"], cell["headline_ci95_ms_high"])
+        tied[index] = bool(found[1] <= 1 <= found[2])  # NaN bounds: no tie claimed
+    return tied
+
+
 def panels(frame: pd.DataFrame) -> list[Panel]:
     """One panel per framework, optimization and device with at least one speed-up; every
     cell of it is in the panel, so that a cell that did not run is N/A."""
     keys = with_speedup(frame).groupby(["framework", "optimization", "device"], sort=True).groups
+    frame = frame.assign(tie=ties(frame))
     result = []
     for framework, optimization, device in sorted(keys, key=lambda k: framework_rank(k[0])):
         cells = frame[frame["framework"].eq(framework) & frame["optimization"].eq(optimization)
@@ -66,7 +96,8 @@ def panels(frame: pd.DataFrame) -> list[Panel]:
         wrong = _grid(cells, "wrong_answer", index, columns).fillna(False).astype(bool)
         ran = cells.assign(ran=cells["status"].eq("ok"))
         timed = _grid(ran, "ran", index, columns).fillna(False).astype(bool)
-        result.append(Panel(framework, optimization, device, speedup, wrong, timed))
+        tied = _grid(cells, "tie", index, columns).fillna(False).astype(bool)
+        result.append(Panel(framework, optimization, device, speedup, wrong, timed, tied))
     return result
 
 

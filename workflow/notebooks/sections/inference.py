@@ -99,7 +99,8 @@ if "flags_reasons" in df and flagged(df).any():
 # Each optimization against its own framework's `eager` (fp32) on the same model, device, batch
 # size and sequence length: **eager median / optimization median** (in rounds, each one's
 # geometric mean over the rounds, as the answer ranks them), so above 1 (green) the
-# optimization is faster. **✗** marks a cell whose output is outside its precision's tolerance
+# optimization is faster. A speed-up whose 95% interval holds 1 (paired round by round, as
+# the answer's ratios) is a tie with eager: grey, marked **=**. **✗** marks a cell whose output is outside its precision's tolerance
 # (see *Correctness*): a speed-up that came with a wrong answer. N/A: the cell did not run (the
 # reason is in the status section); an empty square has no eager baseline.
 
