@@ -244,8 +244,7 @@ def pytest_configure(config):
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if worker and "DLBENCH_LOCK_DIR" not in os.environ:
         run = os.environ["PYTEST_XDIST_TESTRUNUID"]
-        os.environ["DLBENCH_LOCK_DIR"] = str(
-            Path(os.environ.get("TMPDIR", "/tmp")) / f"dlbench-tests-{run}" / worker)
+        os.environ["DLBENCH_LOCK_DIR"] = str(_run_folder(run) / worker)
 
 
 @pytest.fixture(scope="session")
@@ -283,15 +282,32 @@ def _is_alone(item) -> bool:
     return item is not None and item.get_closest_marker("alone") is not None
 
 
+def _run_folder(run: str) -> Path:
+    """The folder of a test run's locks (its workers' device locks, the `alone` lock)."""
+    return Path(os.environ.get("TMPDIR", "/tmp")) / f"dlbench-tests-{run}"
+
+
 def _lock_folder() -> Path | None:
     """The folder of this test run's machine locks; None in a run of one process, where
     nothing runs beside any test."""
     run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
     if run is None:
         return None
-    folder = Path(os.environ.get("TMPDIR", "/tmp")) / f"dlbench-tests-{run}"
+    folder = _run_folder(run)
     folder.mkdir(exist_ok=True)
     return folder
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session):
+    """The controller of a run with workers removes the run's lock folder once they are
+    done (before xdist tears them down), so that runs leave nothing behind in /tmp."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    nodes = getattr(session.config.pluginmanager.getplugin("dsession"), "nodemanager", None)
+    run = getattr(nodes, "testrunuid", None)
+    if run:
+        shutil.rmtree(_run_folder(run), ignore_errors=True)
 
 
 def _take(folder: Path, exclusive: bool) -> None:
