@@ -983,6 +983,22 @@ def test_compile_graphs_table_puts_split_models_first():
     assert compilation.graphs(timed(frame(cell(median=1.0)))) is None
 
 
+def test_a_figures_words_show_the_tick_labels_as_drawn_raw_mathtext_too():
+    """The control of the report's plain-numbers check (tests/test_report_three_frameworks):
+    a log axis left to matplotlib's own labels shows `$\\mathdefault{…}$` where mathtext is
+    off, as the report has it, and a figure's words carry that text, minor ticks included."""
+    import matplotlib.pyplot as plt
+
+    from dlbench.report.display import describe
+    fig, ax = plt.subplots()
+    with plt.rc_context({"text.parse_math": False}):
+        ax.plot([1, 2, 4], [3, 4, 5])
+        ax.set(xscale="log", yscale="log", xlabel="batch size", ylabel="tokens/s")
+        words = describe(fig)
+    assert "x: batch size [" in words and "mathdefault" in words
+    plt.close(fig)
+
+
 def test_a_figure_in_words():
     import matplotlib.pyplot as plt
 

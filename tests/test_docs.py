@@ -43,8 +43,9 @@ GENERATED_ELSEWHERE = {
                                          'with_name(f"model-{attention}.onnx")'),
 }
 PLACEHOLDER = re.compile(r"<[^<>/]*>|…|\*")
-# A time measured to the second ("8 min 58 s"): a dated measurement, kept in one place.
-MEASURED = re.compile(r"\b\d+ min \d+ s\b")
+# A time measured to the second or minute ("8 min 58 s", "1 h 33 min"): a dated
+# measurement, kept in one place.
+MEASURED = re.compile(r"\b\d+ (?:min \d+ s|h \d+ min)\b")
 TIMINGS_HOME = ("docs/measurements.md", "docs/what-has-run-where.md")
 
 
@@ -185,12 +186,15 @@ def configs(root: Path = REPO) -> list[Path]:
 
 
 def timings_elsewhere(page: Path, root: Path = REPO) -> list[str]:
-    """The times measured to the second that a page holds outside TIMINGS_HOME."""
+    """The measured times that a page holds outside TIMINGS_HOME, a time wrapped onto the
+    next line (of prose or of comments) too, each at the line where it starts."""
     if str(page.relative_to(root)) in TIMINGS_HOME:
         return []
-    return [f"{page.relative_to(root)}:{number}: {found}"
-            for number, line in enumerate(page.read_text().splitlines(), 1)
-            for found in MEASURED.findall(line)]
+    lines = [line.strip().lstrip("#").strip() for line in page.read_text().splitlines()]
+    return [f"{page.relative_to(root)}:{number}: {found.group()}"
+            for number, (line, after) in enumerate(zip(lines, [*lines[1:], ""],
+                                                       strict=True), 1)
+            for found in MEASURED.finditer(f"{line} {after}") if found.start() < len(line)]
 
 
 def readme_problems(root: Path = REPO) -> list[str]:
@@ -320,9 +324,12 @@ def test_a_planted_timing_outside_measurements_is_caught(copy):
     measurements = copy / "docs" / "measurements.md"
     assert "min" in measurements.read_text() and timings_elsewhere(measurements, copy) == []
     page = copy / "docs" / "compare.md"
-    _plant(page, "A comparison of 8 rounds took 12 min 5 s here (2026-11-30).")
+    _plant(page, "A comparison of 8 rounds took 12 min 5 s here (2026-11-30), one of 16\n"
+                 "rounds 1 h 2 min, and a preset 9 min\n  42 s.")
     lines = len(page.read_text().splitlines())
-    assert timings_elsewhere(page, copy) == [f"docs/compare.md:{lines}: 12 min 5 s"]
+    assert timings_elsewhere(page, copy) == [f"docs/compare.md:{lines - 2}: 12 min 5 s",
+                                             f"docs/compare.md:{lines - 1}: 1 h 2 min",
+                                             f"docs/compare.md:{lines - 1}: 9 min 42 s"]
 
 
 def test_a_long_readme_or_an_unlinked_page_is_caught(copy):

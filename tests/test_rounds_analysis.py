@@ -166,6 +166,17 @@ def test_a_speed_up_inside_the_noise_is_a_grey_tie_in_the_heatmap():
         assert len(texts) == 1 and texts[0].startswith(shown), texts
         coloured = ax.collections[0].get_array()
         assert bool(np.ma.getmaskarray(coloured).all()) is (optimization == "graph")
+    # Without rounds, from the two times' intervals; a tie that is a wrong answer says both.
+    def timed(optimization, median, **extra):
+        return cell("pytorch", optimization, median, median_ci95_ms_low=0.95 * median,
+                    median_ci95_ms_high=1.05 * median, **extra)
+
+    alone = frame(timed("eager", 10.0), timed("torchscript", 9.8, within=False),
+                  timed("compile", 5.0))
+    assert speedup.ties(alone).tolist() == [False, True, False]
+    scripted = next(p for p in speedup.panels(alone) if p.optimization == "torchscript")
+    ax = plots.speedup_heatmap(Figure().subplots(), scripted, 1.0, False)
+    assert [t.get_text() for t in ax.texts if t.get_text()] == ["= 1.02 ✗"]
 
 
 def test_the_ratio_table_gives_the_answers_figure_for_the_same_two_cells():

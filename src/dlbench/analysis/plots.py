@@ -197,7 +197,8 @@ def speedup_heatmap(ax: Axes, panel: Panel, limit: float, several_devices: bool)
     for (i, j), tie in np.ndenumerate(tied):
         if tie:
             ax.text(j + 0.5, i + 0.5, f"= {panel.speedup.iat[i, j]:.2f}"
-                    f"{' ✗' if panel.wrong.iat[i, j] else ''}", ha="center", va="center")
+                    f"{' ✗' if panel.wrong.iat[i, j] else ''}", ha="center", va="center",
+                    color=".15")
     for (i, j), ran in np.ndenumerate(panel.timed.to_numpy()):
         if not ran:
             ax.text(j + 0.5, i + 0.5, "N/A", ha="center", va="center", color="#888")

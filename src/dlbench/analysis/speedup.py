@@ -53,11 +53,12 @@ def _grid(cells: pd.DataFrame, values: str, index: pd.MultiIndex, columns: list,
     return table.reindex(index=index, columns=columns)
 
 
-def ties(frame: pd.DataFrame) -> pd.Series:
+def ties(frame: pd.DataFrame, spreads: dict | None = None) -> pd.Series:
     """Whether each cell's speed-up over its eager baseline is a tie: its 95% interval holds
     1 — paired round by round where both cells were measured in rounds, with the scenario's
-    spread between processes (dlbench.analysis.rounds, as the answer's ratios), else from
-    the two times' intervals. False for a cell without a speed-up."""
+    spread between processes (`spreads`: dlbench.analysis.rounds.run_spreads of the whole
+    run's timed cells, as the answer pools them; else of `frame`'s), else from the two
+    times' intervals. False for a cell without a speed-up."""
     from dlbench.analysis import rounds
     from dlbench.analysis.uncertainty import ratio_interval
 
@@ -65,7 +66,8 @@ def ties(frame: pd.DataFrame) -> pd.Series:
     cells = with_speedup(frame)
     if cells.empty:
         return tied
-    spreads = rounds.run_spreads(frame[frame["timed"]])
+    if spreads is None:
+        spreads = rounds.run_spreads(frame[frame["timed"]])
     eager = frame.drop_duplicates("cell_id").set_index("cell_id", drop=False)
     for index, cell in cells.iterrows():
         if cell["eager_cell"] not in eager.index:
@@ -80,11 +82,12 @@ def ties(frame: pd.DataFrame) -> pd.Series:
     return tied
 
 
-def panels(frame: pd.DataFrame) -> list[Panel]:
+def panels(frame: pd.DataFrame, spreads: dict | None = None) -> list[Panel]:
     """One panel per framework, optimization and device with at least one speed-up; every
-    cell of it is in the panel, so that a cell that did not run is N/A."""
+    cell of it is in the panel, so that a cell that did not run is N/A; its ties judged
+    with `spreads` (`ties`)."""
     keys = with_speedup(frame).groupby(["framework", "optimization", "device"], sort=True).groups
-    frame = frame.assign(tie=ties(frame))
+    frame = frame.assign(tie=ties(frame, spreads))
     result = []
     for framework, optimization, device in sorted(keys, key=lambda k: framework_rank(k[0])):
         cells = frame[frame["framework"].eq(framework) & frame["optimization"].eq(optimization)

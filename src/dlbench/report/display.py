@@ -82,13 +82,14 @@ MOST_TICKS = 12
 
 
 def _labelled(axis) -> str:
-    """A labelled axis's label and its major tick labels as drawn: 'batch size [1, 2, 4]'
-    (the ticks left out where there are none or too many); '' for an axis without a
-    label."""
+    """A labelled axis's label and its tick labels as drawn, major and minor, in order:
+    'batch size [1, 2, 4]' (the ticks left out where there are none or too many); '' for
+    an axis without a label."""
     label = axis.get_label_text()
     low, high = sorted(axis.get_view_interval())
-    ticks = [text.get_text() for place, text in zip(axis.get_majorticklocs(),
-                                                   axis.get_majorticklabels(), strict=False)
+    placed = [*zip(axis.get_majorticklocs(), axis.get_majorticklabels(), strict=False),
+              *zip(axis.get_minorticklocs(), axis.get_minorticklabels(), strict=False)]
+    ticks = [text.get_text() for place, text in sorted(placed, key=lambda p: p[0])
              if low <= place <= high and text.get_text()]  # the locator's are wider
     if not label or not 0 < len(ticks) <= MOST_TICKS:
         return label

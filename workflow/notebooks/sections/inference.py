@@ -100,12 +100,14 @@ if "flags_reasons" in df and flagged(df).any():
 # size and sequence length: **eager median / optimization median** (in rounds, each one's
 # geometric mean over the rounds, as the answer ranks them), so above 1 (green) the
 # optimization is faster. A speed-up whose 95% interval holds 1 (paired round by round, as
-# the answer's ratios) is a tie with eager: grey, marked **=**. **✗** marks a cell whose output is outside its precision's tolerance
-# (see *Correctness*): a speed-up that came with a wrong answer. N/A: the cell did not run (the
-# reason is in the status section); an empty square has no eager baseline.
+# the answer's ratios) is a tie with eager: grey, marked **=**. **✗** marks a cell whose
+# output is outside its precision's tolerance (see *Correctness*): a speed-up that came with
+# a wrong answer. N/A: the cell did not run (the reason is in the status section); an empty
+# square has no eager baseline.
 
 # %%
-panels = speedup.panels(df)
+# Ties judged with the spread between processes pooled as the answer pools it.
+panels = speedup.panels(df, rounds.run_spreads(timed_cells(everything)))
 if not panels:
     say("No optimization has a timing next to an eager baseline of its framework, so there is "
         "no speed-up to show.")
