@@ -862,6 +862,14 @@ def test_plots_draw_on_the_given_axes(summary):
     # Rows PyTorch, TensorFlow; columns lengths 8, 16; the fastest squares are marked.
     assert sorted(t.get_text() for t in ax.texts if t.get_text()) == [
         "1.60", "2.50", "fastest", "fastest"]
+    # The colour bar's labels: each ratio once, at its place (a narrow scale's rounded
+    # logarithms read "1×, 1×, 1.1×, 1.1×").
+    for scale in (grid, grid.clip(upper=1.3)):
+        colorbar = plots.ratio_heatmap(Figure().subplots(), scale).collections[0].colorbar
+        labels = [t.get_text() for t in colorbar.ax.get_yticklabels()]
+        assert len(labels) > 2 and len(set(labels)) == len(labels), labels
+        places = [2 ** t for t in colorbar.get_ticks()]
+        assert [float(text.rstrip("×")) for text in labels] == pytest.approx(places), labels
 
 
 # --- uncertainty ------------------------------------------------------------------------------

@@ -3,6 +3,8 @@
 Plain matplotlib: seaborn, which these figures once used, imports scipy.stats, a second or
 so of CPU in every report's kernel."""
 
+import math
+
 import matplotlib as mpl
 import numpy as np
 import pandas as pd
@@ -171,10 +173,13 @@ def _heatmap(ax: Axes, values: pd.DataFrame, annot: np.ndarray, cmap: str, norm:
 
 
 def _log_colorbar(ax: Axes, limit: float, suffix: str) -> None:
-    """Label the colour bar of a log2 heatmap with ratios instead of logarithms."""
+    """Label the colour bar of a log2 heatmap with ratios instead of logarithms, each tick
+    at the ratio its label says (two significant digits), each label once (on a narrow
+    scale the logarithms' ticks rounded to "1×, 1×, 1.1×, 1.1×")."""
     colorbar = ax.collections[0].colorbar
-    ticks = [t for t in colorbar.get_ticks() if abs(t) <= limit]
-    colorbar.set_ticks(ticks, labels=[f"{2 ** t:.2g}{suffix}" for t in ticks])
+    ratios = sorted({float(f"{2 ** t:.2g}") for t in colorbar.get_ticks()})
+    ratios = [r for r in ratios if abs(math.log2(r)) <= limit]
+    colorbar.set_ticks([math.log2(r) for r in ratios], labels=[f"{r:g}{suffix}" for r in ratios])
 
 
 def speedup_size(panel: Panel) -> tuple[float, float]:
