@@ -84,16 +84,20 @@ def test_the_answer_and_the_ratios_show_every_framework(rendered):
 def test_the_answer_fits_a_laptop_window_with_three_frameworks(tmp_path, rendered, chromium):
     """The answer's three '<framework>'s best' columns and every other table fit a 1300-px
     window: none runs off the page or needs a sideways scroll (tests/test_report_browser)."""
+    assert tables_cut_off(rendered[1], tmp_path, chromium) == []
+
+
+def tables_cut_off(html: str, folder, chromium) -> list[str]:
+    """The tables of a report (its HTML) that do not fit a laptop's window in Chromium
+    (tests/test_report_browser.cut_off), the page opened from a file in folder."""
     from tests.conftest import headless_chrome
     from tests.test_report_browser import cut_off
 
-    _, html = rendered
-    page = tmp_path / "report.html"
+    page = folder / "report.html"
     page.write_text(html)
     with headless_chrome(chromium) as driver:
         driver.get(page.as_uri())
-        wide = cut_off(driver)
-    assert wide == []
+        return cut_off(driver)
 
 
 def test_the_gpu_and_mixed_precision_sections_describe_every_framework(rendered):
@@ -167,12 +171,4 @@ def test_every_figure_reads_its_axes_in_plain_numbers(default_report):
 def test_a_default_runs_report_fits_a_laptop_window(tmp_path, default_report, chromium):
     """With three frameworks, each scenario's answer (training's and generation's too) and
     every other table fit a 1300-px window."""
-    from tests.conftest import headless_chrome
-    from tests.test_report_browser import cut_off
-
-    page = tmp_path / "report.html"
-    page.write_text(default_report)
-    with headless_chrome(chromium) as driver:
-        driver.get(page.as_uri())
-        wide = cut_off(driver)
-    assert wide == []
+    assert tables_cut_off(default_report, tmp_path, chromium) == []

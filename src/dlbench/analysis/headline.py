@@ -15,7 +15,7 @@ from dlbench.analysis.attention import same_attention
 from dlbench.analysis.flags import flagged, noisy
 from dlbench.analysis.status import not_applicable
 from dlbench.analysis.summary import axes, of_scenario, scenarios
-from dlbench.analysis.uncertainty import TIE, ratio_interval, verdict
+from dlbench.analysis.uncertainty import TIE, verdict
 from dlbench.catalogue.recipes import COMPILED
 from dlbench.format import fmt_fixed, framework_name, framework_rank
 
@@ -63,12 +63,7 @@ def _slower_by(slower, best, spread: rounds.Spread | None = None) -> str:
     """How much slower `slower` is than `best` (two cells), with the interval: paired
     round by round where both were measured in the same rounds (dlbench.analysis.rounds),
     else from the two headline figures' intervals (dlbench.analysis.summary.headline)."""
-    by_round = rounds.paired(slower._asdict(), best._asdict(), spread)
-    if by_round is not None:
-        return _by(*by_round)
-    return _by(*ratio_interval(slower.headline_ms, slower.headline_ci95_ms_low,
-                               slower.headline_ci95_ms_high, best.headline_ms,
-                               best.headline_ci95_ms_low, best.headline_ci95_ms_high))
+    return _by(*rounds.ratio_of(slower._asdict(), best._asdict(), spread))
 
 
 def _correct(row) -> str:

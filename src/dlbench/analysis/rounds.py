@@ -33,6 +33,7 @@ from scipy import stats
 
 # A cell's spread between its rounds' processes, the drift removed, above which it is
 # flagged (the harness's limit for repeats: dlbench.measure.flags).
+from dlbench.analysis.uncertainty import ratio_interval
 from dlbench.measure.flags import SPREAD_BETWEEN_PROCESSES_CV
 
 LEVEL = 0.95
@@ -161,6 +162,18 @@ def paired(slower, faster, pooled: Spread | None) -> tuple[float, float, float, 
     half = stats.t.ppf(0.5 + LEVEL / 2, df) * math.sqrt(variance / n)
     mean = float(d.mean())
     return math.exp(mean), math.exp(mean - half), math.exp(mean + half), n
+
+
+def ratio_of(slower, faster, pooled: Spread | None) -> tuple[float, float, float, int]:
+    """slower's headline time over faster's (two cells' rows) with its 95% interval and the
+    rounds it rests on: paired round by round where both were measured in the same rounds
+    (`paired`), else from the two headline figures' intervals (0 rounds)."""
+    by_round = paired(slower, faster, pooled)
+    if by_round is not None:
+        return by_round
+    return (*ratio_interval(slower["headline_ms"], slower["headline_ci95_ms_low"],
+                            slower["headline_ci95_ms_high"], faster["headline_ms"],
+                            faster["headline_ci95_ms_low"], faster["headline_ci95_ms_high"]), 0)
 
 
 def level_interval(row, pooled: Spread) -> tuple[float, float] | None:

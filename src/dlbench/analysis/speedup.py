@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from dlbench.analysis import rounds, uncertainty
 from dlbench.analysis.status import not_applicable
 from dlbench.format import fmt_error, fmt_s, framework_name, framework_rank, na
 
@@ -59,9 +60,6 @@ def ties(frame: pd.DataFrame, spreads: dict | None = None) -> pd.Series:
     spread between processes (`spreads`: dlbench.analysis.rounds.run_spreads of the whole
     run's timed cells, as the answer pools them; else of `frame`'s), else from the two
     times' intervals. False for a cell without a speed-up."""
-    from dlbench.analysis import rounds
-    from dlbench.analysis.uncertainty import ratio_interval
-
     tied = pd.Series(False, index=frame.index)
     cells = with_speedup(frame)
     if cells.empty:
@@ -72,13 +70,9 @@ def ties(frame: pd.DataFrame, spreads: dict | None = None) -> pd.Series:
     for index, cell in cells.iterrows():
         if cell["eager_cell"] not in eager.index:
             continue
-        base = eager.loc[cell["eager_cell"]]
-        found = rounds.paired(base.to_dict(), cell.to_dict(), spreads.get(cell["scenario"]))
-        if found is None:
-            found = ratio_interval(base["headline_ms"], base["headline_ci95_ms_low"],
-                                   base["headline_ci95_ms_high"], cell["headline_ms"],
-                                   cell["headline_ci95_ms_low"], cell["headline_ci95_ms_high"])
-        tied[index] = bool(found[1] <= 1 <= found[2])  # NaN bounds: no tie claimed
+        _, low, high, _ = rounds.ratio_of(eager.loc[cell["eager_cell"]], cell,
+                                          spreads.get(cell["scenario"]))
+        tied[index] = uncertainty.verdict(low, high, "faster", "slower") == uncertainty.TIE
     return tied
 
 
