@@ -685,3 +685,27 @@ def test_the_machine_noise_probe_times_its_workload_after_the_cells_aftermath():
 
     measured = noise.probe(product, lambda: None, seconds=0.25)
     assert measured["relative_iqr"] < 0.5, measured  # timed at once: 2.7 here
+
+
+def test_the_share_measuring_counts_every_timed_loop_a_record_publishes():
+    """The run's share of measuring (printed at its end) counts each loop whose samples a
+    record publishes — the cell's own, a generation's first-token loop, a training cell's
+    ablation steps — and nothing else, on the default run's real records."""
+    from dlbench.records import measuring
+
+    runs = sorted((REPO / "tests/data/default_run/runs").glob("*.json"))
+    records = {path.stem: json.loads(path.read_text()) for path in runs}
+    generation = next(r for name, r in records.items() if name.startswith("generation_"))
+    training = next(r for name, r in records.items() if name.startswith("training_"))
+    inference = next(r for name, r in records.items() if name.startswith("pytorch_"))
+    first = sum(generation["generation"]["first_token"]["samples_ms"]) / 1e3
+    assert first > 1.0  # the first-token loop: a second and a half a round
+    assert measuring.timed_s(generation) == pytest.approx(generation["timing"]["loop_s"] + first)
+    assert training["ablation"]["wall_s"] > 0
+    assert measuring.timed_s(training) == pytest.approx(
+        training["timing"]["loop_s"] + training["ablation"]["wall_s"])
+    assert measuring.timed_s(inference) == inference["timing"]["loop_s"]
+    found = measuring.share(runs, 0.0, 600.0)
+    assert found["cells"] == len(runs)
+    assert found["measuring_s"] == pytest.approx(sum(map(measuring.timed_s, records.values())))
+    assert found["share"] == pytest.approx(found["measuring_s"] / 600.0)

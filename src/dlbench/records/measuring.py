@@ -1,6 +1,8 @@
-"""How much of a run's wall time went into measuring: the cells' timed loops (a training
-cell's timed steps, from the first to the last) against the wall time of the whole run —
-set-up, imports, models, compilation, references, peaks and the report included. The
+"""How much of a run's wall time went into measuring: the cells' timed loops — every loop
+whose samples a record publishes: the cell's own (a training cell's timed steps, from the
+first to the last), a generation's first-token loop, a training cell's ablation steps —
+against the wall time of the whole run: set-up, imports, models, compilation, warm-up, the
+machine-noise probe, references, peaks and the report included. The
 workflow prints it when a run ends; bench/overhead.py compares ways of running.
 
 Only the cells this run measured count (their result finished after the run started): a
@@ -27,7 +29,7 @@ def share(paths: Iterable[Path], started: float, ended: float) -> dict:
         if record.get("status") != "ok" or not finished or \
                 datetime.fromisoformat(finished).timestamp() < started:
             continue
-        loop = (record.get("timing") or {}).get("loop_s") or 0.0
+        loop = timed_s(record)
         measuring += loop
         cells += 1
         scenario = by_scenario.setdefault(record["params"]["scenario"],
@@ -37,6 +39,14 @@ def share(paths: Iterable[Path], started: float, ended: float) -> dict:
     wall = max(ended - started, 1e-9)
     return {"wall_s": wall, "measuring_s": measuring, "share": measuring / wall,
             "cells": cells, "by_scenario": by_scenario}
+
+
+def timed_s(record: dict) -> float:
+    """The seconds a cell's record spent in its timed loops, every round's."""
+    loop = (record.get("timing") or {}).get("loop_s") or 0.0
+    first = ((record.get("generation") or {}).get("first_token") or {}).get("samples_ms")
+    ablation = (record.get("ablation") or {}).get("wall_s") or 0.0
+    return loop + sum(first or []) / 1e3 + ablation
 
 
 def describe(found: dict) -> str:
