@@ -167,6 +167,19 @@ def test_every_figure_reads_its_axes_in_plain_numbers(default_report):
     assert len(tokens) == 1 and "x: batch size [1]" in tokens[0], texts
 
 
+@pytest.mark.slow  # a report of every scenario
+def test_the_answer_says_how_many_rounds_its_ratios_need(default_report):
+    """That run's processes spread by 6.4% (inference and generation pooled): with its 2
+    rounds a ratio spans about ±14%, and the answer says 4 rounds would bring it within
+    ±10%, once under each of those two answers; training's own spread needs no advice."""
+    import re
+
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", default_report))
+    notes = re.findall(r"Between fresh processes this run's times spread by ([\d.]+)%.*?"
+                       r"about ±(\d+)%; ±10% would take ([^ ]+: \d+) ?\.", text)
+    assert notes == [("6.4", "14", "measurement.rounds: 4")] * 2, notes
+
+
 @pytest.mark.slow  # a browser
 def test_a_default_runs_report_fits_a_laptop_window(tmp_path, default_report, chromium):
     """With three frameworks, each scenario's answer (training's and generation's too) and

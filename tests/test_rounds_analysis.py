@@ -309,3 +309,28 @@ def test_the_fastest_is_the_fastest_by_the_ratio_the_answer_gives():
         scenario="inference")
     assert mixed["headline_ms"].tolist() == [110.0, 130.0]
     assert headline.time_column(mixed) == headline.MEDIAN
+
+
+def test_the_answer_says_how_many_rounds_would_put_its_ratios_within_ten_percent():
+    """At the run's spread between processes, the answer says what its ratios' intervals
+    span and the fewest rounds that would bring them within ±10%: nothing where they are
+    already; the figure is the one `paired` gives a pair with that spread; a spread no
+    number of rounds can beat says so instead of naming one."""
+    from dataclasses import replace
+
+    wide = rounds.Spread(variance=0.067**2, df=25, rounds=2, cells={}, drift=[0.0, 0.0],
+                         beyond={})
+    assert rounds.width_note(replace(wide, variance=0.031**2)) == ""
+    needed = rounds.rounds_for(wide)
+    assert needed == 4
+    assert rounds.half_width(wide, needed) <= rounds.WIDTH < rounds.half_width(wide, needed - 1)
+    # The half-width at the run's rounds is that of a pair whose own spread is the pooled.
+    a = pd.Series({"rounds_median_ms": [10.0, 10.0], "headline_wall": False})
+    b = pd.Series({"rounds_median_ms": [12.0, 12.0], "headline_wall": False})
+    ratio_, low, high, count = rounds.paired(b, a, wide)
+    assert count == 2 and high / ratio_ - 1 == pytest.approx(rounds.half_width(wide, 2))
+    note = rounds.width_note(wide, "training.seeds")
+    assert "spread by 6.7%" in note and "±15%" in note and "`training.seeds: 4`" in note
+    hopeless = replace(wide, variance=0.5**2)
+    assert rounds.rounds_for(hopeless) is None
+    assert "more than 50 rounds" in rounds.width_note(hopeless)

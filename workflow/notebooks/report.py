@@ -89,6 +89,7 @@ display(HTML(f'<nav id="{CONTENTS_ID}"></nav>'))
 # %%
 # A cell timed above a physical limit never wins, as a wrong answer never does.
 answers = headline.winners(efficiency.with_ceilings(df, peaks), several_devices(df))
+widths = headline.width_notes(df)
 if not answers:
     say("No cell produced a timing, so there is no answer to give.")
 for scenario, answer in answers.items():
@@ -98,6 +99,8 @@ for scenario, answer in answers.items():
          left=[c for c in answer.columns
                if not headline.is_time_column(c)
                and not pd.api.types.is_numeric_dtype(answer[c])])
+    if widths.get(scenario):
+        say(widths[scenario])
     notes = answer[headline.UNEQUAL] if headline.UNEQUAL in answer else pd.Series(dtype=str)
     unequal = int(notes.str.contains("⚠ unequal:", regex=False).sum())
     if unequal:

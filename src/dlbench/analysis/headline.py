@@ -215,7 +215,7 @@ def winners(frame: pd.DataFrame, several_devices: bool = False) -> dict[str, pd.
     or were timed above a ceiling (⚠, `above_ceiling`): they do not win. A column empty
     in every row is left out."""
     answers = {}
-    timed = frame[frame["timed"] & ~frame["profiled"]]
+    timed = _compared(frame)
     spreads = rounds.run_spreads(timed)
     for scenario in scenarios(timed):
         cells = of_scenario(timed, scenario)
@@ -233,6 +233,22 @@ def winners(frame: pd.DataFrame, several_devices: bool = False) -> dict[str, pd.
         empty = [c for c in table.columns if c not in keys and table[c].eq("").all()]
         answers[scenario] = table.drop(columns=empty)
     return answers
+
+
+def _compared(frame: pd.DataFrame) -> pd.DataFrame:
+    """The cells the answer compares: timed, not profiled."""
+    return frame[frame["timed"] & ~frame["profiled"]]
+
+
+def width_notes(frame: pd.DataFrame) -> dict[str, str]:
+    """{scenario: what its answer's ratios' intervals span at the run's spread between
+    processes and how many rounds would put them within ±10% (rounds.width_note; '' where
+    they are)}."""
+    from dlbench import scenarios as registry
+
+    known = registry.scenarios()
+    return {name: rounds.width_note(spread, known[name].rounds_key)
+            for name, spread in rounds.run_spreads(_compared(frame)).items() if name in known}
 
 
 def attention(frame: pd.DataFrame, above_peak: int = 0) -> pd.DataFrame:

@@ -215,3 +215,43 @@ def spread_flags(cells: pd.DataFrame, pooled: Spread | None) -> pd.Series:
                               f"cells ({machine:.1%}) and the limit "
                               f"({SPREAD_BETWEEN_PROCESSES_CV:.0%})")
     return reasons
+
+
+# The answer's target width: a ratio's 95% interval within ±10% of it (issue 38).
+WIDTH = 0.10
+MOST_ROUNDS = 50  # beyond this, rounds are no advice: the spread must come down instead
+
+
+def half_width(pooled: Spread, rounds: int) -> float:
+    """The relative half-width (0.10: ±10%) of a paired ratio's 95% interval at `rounds`
+    rounds, with the pooled spread a pair of cells shares (`paired`, a pair's own spread
+    left aside) and the degrees of freedom its cells would pool at that many rounds."""
+    cells_less_one = pooled.df / (pooled.rounds - 1)
+    df = max(1.0, cells_less_one * (rounds - 1))
+    half = stats.t.ppf(0.5 + LEVEL / 2, df) * math.sqrt(2 * pooled.variance / rounds)
+    return math.expm1(half)
+
+
+def rounds_for(pooled: Spread, width: float = WIDTH) -> int | None:
+    """The fewest rounds whose paired ratios' intervals would be within ±width at this
+    run's spread between processes; None beyond MOST_ROUNDS."""
+    return next((n for n in range(2, MOST_ROUNDS + 1) if half_width(pooled, n) <= width),
+                None)
+
+
+def width_note(pooled: Spread | None, key: str = "measurement.rounds") -> str:
+    """'' where the run's rounds put a ratio's interval within ±WIDTH; else what they give
+    and how many rounds (the config `key`) would reach it at the spread measured."""
+    if pooled is None or pooled.rounds < 2:
+        return ""
+    now = half_width(pooled, pooled.rounds)
+    if now <= WIDTH:
+        return ""
+    needed = rounds_for(pooled)
+    advice = (f"±{WIDTH:.0%} would take `{key}: {needed}`" if needed else
+              f"±{WIDTH:.0%} would take more than {MOST_ROUNDS} rounds: the spread must "
+              "come down (an idle machine, `bench/spread.py`)")
+    return (f"Between fresh processes this run's times spread by "
+            f"{math.sqrt(pooled.variance):.1%} about each cell's level (the drift between "
+            f"rounds taken out; pooled over the cells), so with {pooled.rounds} rounds a "
+            f"ratio's 95% interval spans about ±{now:.0%}; {advice}.")

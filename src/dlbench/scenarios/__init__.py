@@ -151,6 +151,9 @@ class Scenario:
         measured, each round in fresh processes: all of them by default."""
         return config["measurement"]["rounds"]
 
+    # The config key that sets `rounds`, for the report's advice on how many would do.
+    rounds_key = "measurement.rounds"
+
     def validate(self, config: dict) -> list[str]:
         """Problems of a validated config that its schema cannot see (a missing folder)."""
         return []

@@ -125,6 +125,8 @@ class Training(OptimizerSettings, Scenario):
         interleaved with the other frameworks' as every cell's rounds are."""
         return 1 if config["measurement"]["rounds"] == 1 else config[self.name]["seeds"]
 
+    rounds_key = "training.seeds"
+
     def validate(self, config: dict) -> list[str]:
         """Problems the schema cannot see: a pipeline's numbers, too few steps to time, a
         missing CIFAR-10 folder."""
