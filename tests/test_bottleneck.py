@@ -102,7 +102,7 @@ def test_no_loader_worker_is_advised_where_no_core_is_left(cores_used, worker_ad
     verdicts = bottleneck.table(cells).set_index("cell")
     assert verdicts.loc["c", "verdict"] == bottleneck.PARTLY
     assert ("one more loader worker" in verdicts.loc["c", "try next"]) is worker_advised
-    assert ("keep every core busy" in verdicts.loc["c", "try next"]) is not worker_advised
+    assert ("kept 1.92 of 2 cores busy" in verdicts.loc["c", "try next"]) is not worker_advised
 
 
 def test_what_to_try_next_quotes_a_measured_alternative():

@@ -20,7 +20,7 @@ from dlbench.measure.training import wall_step
 from dlbench.plan import config
 from dlbench.plan.matrix import expand_cells
 from dlbench.records import result
-from tests.conftest import tool_env
+from tests.conftest import REPO, tool_env
 
 CNN = MODELS["cnn"]
 # The ablation's loop: 3 steps (10 by default; JAX's CNN step takes ~0.75 s here, 3.9 times
@@ -981,3 +981,23 @@ def test_the_wall_time_per_step_and_its_interval_widen_with_the_seeds_spread():
     assert apart["wall_step_ms_ci95"][1] - apart["wall_step_ms_ci95"][0] > 2 * (high - low)
     agree = wall_step(steps, sum(steps) / 1e3, per_process_steps_ms=[9.5, 9.5])
     assert agree["wall_step_ms_ci95"] == pytest.approx([low, high])
+
+
+def test_the_seeds_first_epochs_are_pooled_not_the_first_seeds_alone():
+    """Two seeds of a trained cell (its rounds): the first epoch's figures in the combined
+    record are the seeds' median, not the first seed's alone (the default run's JAX cell
+    showed its first round's 195 images/s after the first step, its second's 181, beside
+    figures of both rounds), from the default run's real record."""
+    from dlbench import scenarios
+
+    path = REPO / "tests/data/default_run/runs/training_jax_cnn_cpu_b64_digits_w0_adam_jit.json"
+    first = json.loads(path.read_text())
+    second = copy.deepcopy(first)
+    epoch = second["pipeline"]["first_epoch"]
+    epoch |= {"seconds": epoch["seconds"] + 2.0, "images_per_s": epoch["images_per_s"] / 2}
+    combined = scenarios.get("training").combine([first, second])["pipeline"]["first_epoch"]
+    before = first["pipeline"]["first_epoch"]
+    assert combined["seconds"] == pytest.approx(before["seconds"] + 1.0)
+    assert combined["images_per_s"] == pytest.approx(before["images_per_s"] * 0.75)
+    assert combined["steps"] == before["steps"] and combined["cold"] == before["cold"]
+    assert first["pipeline"]["first_epoch"] == before  # the seeds' records left alone

@@ -61,16 +61,17 @@ NEXT_COMPILED = {
 }
 
 
-# Where the cell's processes already kept every core busy (within this much of a core), a
-# loader worker more would take its cores from the step: the advice for waiting says so.
+# Where the cell's processes left less than this much of a core idle, a loader worker
+# more would take its cores from the step: the advice for waiting says so, with the cores
+# they kept busy.
 NO_SPARE_CORE = 0.5
 NEXT_NO_SPARE_CORE = {
     INPUT: "decoded images cached (-cache) or the decoded set in memory: the cell's "
-           "processes already keep every core busy, so more loader workers would take "
-           "cores from the step",
+           "processes kept {used:.2f} of {cores:g} cores busy, so more loader workers would "
+           "take cores from the step",
     PARTLY: "decoded images cached (-cache) or the decoded set in memory: the cell's "
-            "processes already keep every core busy, so a loader worker more would take "
-            "cores from the step",
+            "processes kept {used:.2f} of {cores:g} cores busy, so a loader worker more "
+            "would take cores from the step",
 }
 
 
@@ -80,17 +81,24 @@ def advice(name: str, optimization: str, row=None) -> str:
     if name in NEXT_COMPILED and recipe_kind(optimization) == COMPILED:
         return NEXT_COMPILED[name]
     if name in NEXT_NO_SPARE_CORE and row is not None and not spare_core(row):
-        return NEXT_NO_SPARE_CORE[name]
+        return NEXT_NO_SPARE_CORE[name].format(**_cores(row))
     return NEXT[name]
 
 
 def spare_core(row) -> bool:
-    """Whether the cell's processes (the step and its loaders) left a core of the machine
-    unused (True where the figures are missing: no evidence of the contrary)."""
-    used = _number(row, "utilization_process_cpu_cores_mean")
+    """Whether the cell's processes (the step and its loaders) left at least NO_SPARE_CORE
+    of a core of the machine unused (True where the figures are missing: no evidence of the
+    contrary)."""
+    found = _cores(row)
+    used, cores = found["used"], found["cores"]
+    return np.isnan(used) or np.isnan(cores) or used < cores - NO_SPARE_CORE
+
+
+def _cores(row) -> dict[str, float]:
+    """The cores the cell's processes kept busy (mean) and the machine's."""
     cores = _number(row, "utilization_logical_cpus")
     cores = _number(row, "env_logical_cpus") if np.isnan(cores) else cores
-    return np.isnan(used) or np.isnan(cores) or used < cores - NO_SPARE_CORE
+    return {"used": _number(row, "utilization_process_cpu_cores_mean"), "cores": cores}
 
 
 def recipe_kind(optimization: str) -> str | None:

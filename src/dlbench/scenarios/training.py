@@ -298,6 +298,9 @@ class Training(OptimizerSettings, Scenario):
         if len(walls) == len(final["timing"]["repeats"]) and None not in walls:
             for repeat, wall in zip(final["timing"]["repeats"], walls, strict=True):
                 repeat["wall_step_ms"] = wall  # each process's, as `dlbench compare` pairs them
+        first_epochs = [(r.get("pipeline") or {}).get("first_epoch") for r in ok]
+        if len(first_epochs) > 1 and all(first_epochs):  # every seed's, not the first's alone
+            final["pipeline"]["first_epoch"] = _median_of(first_epochs)
         ceilings = [r["ablation"] for r in ok if r.get("ablation")]
         if ceilings:  # the ceiling over every repeat's samples, the efficiency against it
             from dlbench.measure.training import efficiency
@@ -404,6 +407,17 @@ class FirstEpoch:
             "later_epochs_images_per_s": self.steps * batch * (len(run.epoch_s) - 1) / later
             if later > 0 else None,
         }
+
+
+def _median_of(sections: list[dict]) -> dict:
+    """Sections of the same keys, each number the median over them (with two, their mean);
+    anything else the first's."""
+    def numbers(key):
+        return [s.get(key) for s in sections]
+
+    return {key: statistics.median(numbers(key))
+            if all(isinstance(v, int | float) and not isinstance(v, bool) for v in numbers(key))
+            else value for key, value in sections[0].items()}
 
 
 def _pooled_ablation(ceilings: list[dict], batch: int) -> dict:
