@@ -123,6 +123,27 @@ def test_bert_base_peak_memory_exceeds_its_weights_and_uses_both_threads(tmp_pat
 
 
 @pytest.mark.slow
+@pytest.mark.alone
+def test_a_model_from_the_shared_weights_is_resident_before_its_first_call(tmp_path):
+    """PyTorch maps the shared safetensors file: its weights must count in the resident
+    model, not in the first call's peak and the steady state's cost of the input (BERT
+    base had 58 MiB resident over the process before it for 418 MiB of weights, and 'steady
+    − model' 362 MiB at 16 tokens)."""
+    weights = tmp_path / "distilbert-base-uncased" / "model.safetensors"
+    made = subprocess.run([sys.executable, "-m", "dlbench.reference", "weights",
+                           "--model=distilbert-base-uncased", "--seed=0", "--threads=2",
+                           f"--out={weights}"], capture_output=True, text=True, timeout=300,
+                          env=tool_env())
+    assert made.returncode == 0, made.stderr[-3000:]
+    record = run_cell(tmp_path, "--framework=pytorch", "--model=distilbert-base-uncased",
+                      "--device=cpu", "--batch=1", "--seqlen=16", "--optimization=eager",
+                      "--threads=2", "--min-duration-s=0.5", f"--weights={weights}")
+    memory, weights_mb = record["memory"], weights.stat().st_size / 2**20
+    assert memory["resident_after_model_mb"] - memory["rss_at_start_mb"] > 0.9 * weights_mb
+    assert memory["steady_peak_mb"] - memory["resident_after_model_mb"] < 0.2 * weights_mb
+
+
+@pytest.mark.slow
 def test_repeats_run_in_fresh_processes_and_pool_their_samples(tmp_path):
     record = run_cell(tmp_path, "--framework=pytorch", "--model=tiny-bert", "--device=cpu",
                       "--batch=1", "--seqlen=8", "--optimization=eager", "--repeats=3")

@@ -19,7 +19,7 @@ import transformers
 from dlbench.catalogue.models import ModelSpec
 from dlbench.catalogue.recipes import Optimization
 from dlbench.frameworks.pytorch import dynamo
-from dlbench.frameworks.pytorch.inference import _check_loading
+from dlbench.frameworks.pytorch.inference import _check_loading, _read_every_weight
 from dlbench.measure import faults
 from dlbench.measure.decoder import Decoder
 
@@ -70,6 +70,7 @@ class PyTorchGeneration:
             # The base model's file has no head: it is tied, not missing.
             info["missing_keys"] = [k for k in info["missing_keys"] if k != "lm_head.weight"]
             _check_loading(info, weights)
+            _read_every_weight(model)
         dtype = _DTYPES[optimization.precision.name]
         return model.eval().to(self.device, dtype=dtype)
 

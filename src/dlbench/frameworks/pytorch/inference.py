@@ -86,6 +86,7 @@ class PyTorchInference:
                 use_safetensors=True, output_loading_info=True,
             )
             _check_loading(info, weights)
+            _read_every_weight(model)
         return model.eval().to(self.device)
 
     def save_weights(self, model: torch.nn.Module, path: Path) -> None:
@@ -277,3 +278,14 @@ def _check_loading(info: dict, weights: Path) -> None:
 
 def make_ops(backend: PyTorchBackend) -> PyTorchInference:
     return PyTorchInference(backend)
+
+
+def _read_every_weight(model: torch.nn.Module) -> None:
+    """from_pretrained maps the safetensors file into memory: its weights become resident
+    only as the first call reads them, so the memory phases counted them as the first
+    call's and the input's (BERT base: the resident model 339 MiB, 58 over the process
+    before it, for 418 MiB of weights). Reading each once makes the resident model the
+    model, as the other frameworks' copies are."""
+    with torch.no_grad():
+        for tensor in model.state_dict().values():
+            tensor.sum()
