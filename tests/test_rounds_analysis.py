@@ -320,7 +320,7 @@ def test_the_answer_says_how_many_rounds_would_put_its_ratios_within_ten_percent
 
     wide = rounds.Spread(variance=0.067**2, df=25, rounds=2, cells={}, drift=[0.0, 0.0],
                          beyond={})
-    assert rounds.width_note(replace(wide, variance=0.031**2)) == ""
+    assert rounds.width_note(replace(wide, variance=0.031**2), "measurement.rounds") == ""
     needed = rounds.rounds_for(wide)
     assert needed == 4
     assert rounds.half_width(wide, needed) <= rounds.WIDTH < rounds.half_width(wide, needed - 1)
@@ -333,4 +333,4 @@ def test_the_answer_says_how_many_rounds_would_put_its_ratios_within_ten_percent
     assert "spread by 6.7%" in note and "±15%" in note and "`training.seeds: 4`" in note
     hopeless = replace(wide, variance=0.5**2)
     assert rounds.rounds_for(hopeless) is None
-    assert "more than 50 rounds" in rounds.width_note(hopeless)
+    assert "more than 50 rounds" in rounds.width_note(hopeless, "measurement.rounds")

@@ -239,7 +239,7 @@ def rounds_for(pooled: Spread, width: float = WIDTH) -> int | None:
                 None)
 
 
-def width_note(pooled: Spread | None, key: str = "measurement.rounds") -> str:
+def width_note(pooled: Spread | None, key: str) -> str:
     """'' where the run's rounds put a ratio's interval within ±WIDTH; else what they give
     and how many rounds (the config `key`) would reach it at the spread measured."""
     if pooled is None or pooled.rounds < 2:

@@ -306,6 +306,23 @@ class Scenario:
         return {"params": {axis.name: axis.schema() for axis in self.axes}, "properties": {}}
 
 
+def median_over(values: list):
+    """One figure for what every round recorded of it (not the first round's alone): the
+    median of numbers (with two, their mean; the value itself where they agree), of lists
+    of one length position by position, of dicts key by key; the first round's where the
+    rounds' values are of other kinds, missing in one or of other lengths."""
+    first = values[0]
+    if all(v == first for v in values):
+        return first
+    if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+        return statistics.median(values)
+    if all(isinstance(v, list) for v in values) and len({len(v) for v in values}) == 1:
+        return [median_over(list(column)) for column in zip(*values, strict=True)]
+    if all(isinstance(v, dict) for v in values):
+        return {key: median_over([v.get(key) for v in values]) for key in first}
+    return first
+
+
 def optimizations_for(section: dict, framework: str) -> list[str]:
     """The optimizations a section names for a framework: its one list (every framework),
     or the framework's own list (none where the mapping leaves it out)."""

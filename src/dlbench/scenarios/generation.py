@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 from dlbench.catalogue import frameworks, recipes
 from dlbench.catalogue.models import MODELS, get_model
 from dlbench.files import paths
-from dlbench.scenarios import Axis, Scenario, register
+from dlbench.scenarios import Axis, Scenario, median_over, register
 from dlbench.scenarios._compilation import COMPILATION_SCHEMA
 from dlbench.scenarios.generation_ops import GenerationOps
 from dlbench.scenarios.inference import (
@@ -51,6 +51,8 @@ DECODER_FAMILIES = ("gpt2",)
 # How the time per output token was measured (the record's `generation.per_token_method`:
 # `steps` in results from before FIRST_TOKEN, which every framework now measures alike).
 STEPS, WHOLE_MINUS_FIRST = "steps", "whole_minus_first"
+# A generation's figures from the decoding steps' stamps, where the framework exposes them.
+STAMPS = ("per_position_ms", "per_position_p90_ms", "steps")
 # The time to the first token (`generation.first_token_method`), in every framework and
 # recipe: generate()'s first step as a call of its own, through the recipe's (compiled)
 # model — the prompt's forward pass with the key-value cache generate gives it and the
@@ -326,7 +328,9 @@ class Generation(Scenario):
             section["first_token_ms"] = section["first_token"]["median_ms"]
             if section.get("per_token_ms") is not None and section["per_token"]["median_ms"] > 0:
                 section["per_token_ms"] = section["per_token"]["median_ms"]
-            section.update(_pooled_steps([r["generation"] for r in records]))
+            # The decoding steps' stamps of every round, each its calls' median.
+            section.update(median_over([{key: r["generation"].get(key) for key in STAMPS}
+                                        for r in records]))
         return final
 
     # -- the work of a generation (the report's efficiency section) ---------------------------
@@ -431,24 +435,6 @@ class Generation(Scenario):
         }
         schema["ok_requires"] = ["throughput", "generation"]
         return schema
-
-
-def _pooled_steps(rounds: list[dict]) -> dict:
-    """The decoding steps' stamps of every round, not the first's alone: each position's
-    time and 90th percentile, and the steps' first token and time per token, the median
-    over the rounds (each round's already a median over its calls); {} where a round has
-    none or the rounds' positions differ."""
-    positions = [r.get("per_position_ms") for r in rounds]
-    if not all(positions) or len({len(p) for p in positions}) != 1:
-        return {}
-    pooled = {"per_position_ms": [statistics.median(v) for v in zip(*positions, strict=True)]}
-    p90 = [r.get("per_position_p90_ms") for r in rounds]
-    if all(p90) and len({len(p) for p in p90}) == 1:
-        pooled["per_position_p90_ms"] = [statistics.median(v) for v in zip(*p90, strict=True)]
-    steps = [r.get("steps") for r in rounds]
-    if all(steps):
-        pooled["steps"] = {key: statistics.median(s[key] for s in steps) for key in steps[0]}
-    return pooled
 
 
 def other_prompt_length(prompt: int, new_tokens: int, max_positions: int | None) -> int | None:

@@ -21,7 +21,7 @@ from dlbench.catalogue.models.vision import get_cnn, initial_weights
 from dlbench.catalogue.optimizers import OPTIMIZERS, LearningRate
 from dlbench.data import pipeline as pipelines
 from dlbench.files import paths
-from dlbench.scenarios import Axis, Scenario, register
+from dlbench.scenarios import Axis, Scenario, median_over, register
 from dlbench.scenarios._compilation import COMPILATION_SCHEMA
 from dlbench.scenarios._optimizer import OPTIMIZER_AXIS, OptimizerSettings
 from dlbench.scenarios.training_ops import TrainingOps
@@ -300,7 +300,7 @@ class Training(OptimizerSettings, Scenario):
                 repeat["wall_step_ms"] = wall  # each process's, as `dlbench compare` pairs them
         first_epochs = [(r.get("pipeline") or {}).get("first_epoch") for r in ok]
         if len(first_epochs) > 1 and all(first_epochs):  # every seed's, not the first's alone
-            final["pipeline"]["first_epoch"] = _median_of(first_epochs)
+            final["pipeline"]["first_epoch"] = median_over(first_epochs)
         ceilings = [r["ablation"] for r in ok if r.get("ablation")]
         if ceilings:  # the ceiling over every repeat's samples, the efficiency against it
             from dlbench.measure.training import efficiency
@@ -407,17 +407,6 @@ class FirstEpoch:
             "later_epochs_images_per_s": self.steps * batch * (len(run.epoch_s) - 1) / later
             if later > 0 else None,
         }
-
-
-def _median_of(sections: list[dict]) -> dict:
-    """Sections of the same keys, each number the median over them (with two, their mean);
-    anything else the first's."""
-    def numbers(key):
-        return [s.get(key) for s in sections]
-
-    return {key: statistics.median(numbers(key))
-            if all(isinstance(v, int | float) and not isinstance(v, bool) for v in numbers(key))
-            else value for key, value in sections[0].items()}
 
 
 def _pooled_ablation(ceilings: list[dict], batch: int) -> dict:
