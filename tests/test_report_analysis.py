@@ -261,9 +261,11 @@ def test_memory_against_input_size_marks_out_of_memory(cells):
 
 def test_memory_per_thousand_tokens(cells):
     table = memory.per_token(cells[cells["timed"]]).set_index(["framework", "optimization"])
-    # Every cell costs 2 MiB per token: 2,000 per 1k tokens.
+    # Every cell costs 2 MiB per token: 2,000 per 1k tokens, from three sizes up.
     assert table.loc[("TensorFlow", "graph"), "MiB per 1k tokens"] == "2,000.0"
-    assert table.loc[("PyTorch", "torchscript"), "MiB per 1k tokens"] == "2,000.0"
+    assert cells[cells["timed"] & cells["optimization"].eq("torchscript")][
+        ["batch", "seqlen"]].drop_duplicates().shape[0] == 2
+    assert table.loc[("PyTorch", "torchscript"), "MiB per 1k tokens"] == "—"
 
 
 def test_memory_per_token_is_the_growth_not_a_fixed_part_spread_over_the_input():
@@ -284,9 +286,41 @@ def test_memory_per_token_is_the_growth_not_a_fixed_part_spread_over_the_input()
         *(measured("tensorflow", b, s, 0.0, 5.0) for b, s in sizes),
         measured("jax", 1, 8, 300.0, 2.0))).set_index("framework")
     assert table.loc["PyTorch", "MiB per 1k tokens"] == "2,000.0"
+    assert table.loc["PyTorch", "±"] == "0.0"  # a line through every cell
     assert table.loc["TensorFlow", "MiB per 1k tokens"] == "5,000.0"
     assert table.loc["PyTorch", "model resident"] == "500.0"
     assert table.loc[framework_name("jax"), "MiB per 1k tokens"] == "—"
+
+
+def test_memory_per_token_needs_three_sizes_and_a_growth_beyond_the_noise():
+    """Fresh processes of one cell hold a few MiB more or less of their own: through two
+    sizes a line turns that into any slope, a negative one too, so two give none; from
+    three, the slope comes with its 95% interval, and where the interval holds zero the
+    table says only how much it could be at most, never a memory that shrinks as the input
+    grows."""
+    def measured(framework, batch, seqlen, input_mb):
+        return cell(framework, "eager", 10.0, batch=batch, seqlen=seqlen,
+                    resident_after_model_mb=500.0, steady_peak_mb=500.0 + input_mb)
+
+    table = memory.per_token(frame(
+        measured("jax", 1, 16, 55.3), measured("jax", 1, 64, 52.9),  # two sizes
+        # 1 MiB per token, ± a MiB: 1,000 per 1k, an interval that excludes zero
+        measured("pytorch", 1, 16, 66.0), measured("pytorch", 1, 64, 116.0),
+        measured("pytorch", 2, 64, 177.0),
+        # no growth, a few MiB of noise: at most the interval's upper end
+        measured("tensorflow", 1, 16, 55.0), measured("tensorflow", 1, 64, 51.0),
+        measured("tensorflow", 2, 64, 57.0))).set_index("framework")
+    assert table.loc[framework_name("jax"), "MiB per 1k tokens"] == "—"
+    grows = table.loc["PyTorch"]
+    slope = 1000 * np.polyfit([16, 64, 128], [66.0, 116.0, 177.0], 1)[0]
+    assert grows["MiB per 1k tokens"] == f"{slope:,.1f}"
+    assert 0 < float(grows["±"].replace(",", "")) < slope
+    flat = table.loc["TensorFlow", "MiB per 1k tokens"]
+    assert flat.startswith("≤ ") and float(flat[2:].replace(",", "")) > 0
+    assert not any(str(v).startswith("-") or str(v).startswith("−")
+                   for v in table.to_numpy().ravel())
+    assert memory.sizes_for_growth(frame(measured("jax", 1, 16, 55.3),
+                                         measured("jax", 1, 64, 52.9))) == 2
 
 
 def test_throughput_carries_the_interval(cells):

@@ -2,7 +2,10 @@
 peak, and the steady state's peak with its increase over the resident model (what an
 input of that size costs), per cell."""
 
+import math
+
 import pandas as pd
+from scipy import stats
 
 from dlbench.analysis.startup import first_in_process
 from dlbench.format import framework_name
@@ -134,26 +137,50 @@ def against_size(cells: pd.DataFrame, column: str = "steady_peak_mb") -> pd.Data
         columns={"seqlen": "length", "tokens": "batch × length"})
 
 
-def _growth(x: pd.Series, y: pd.Series) -> float:
-    """The least-squares slope of y against x (MiB per unit of x); NaN with fewer than two
-    distinct x."""
+# The fewest input sizes, each measured first in a fresh process, that a growth per token
+# is fitted over: with two, a line passes through both and nothing tells its slope from the
+# noise of a process's own memory (a default run's JAX eager: 84 and 46 MiB over the model
+# at 16 and 64 tokens, a slope of −781 MiB per 1,000 tokens; JAX jit's 55 and 53, −49).
+MIN_SIZES = 3
+
+
+def growth(x: pd.Series, y: pd.Series) -> tuple[float, float] | None:
+    """The least-squares slope of y against x (MiB per unit of x) and the half-width of its
+    95% interval (Student's t on the residuals, len − 2 degrees of freedom); None with
+    fewer than MIN_SIZES distinct x."""
     known = y.notna()
     x, y = x[known].astype(float), y[known].astype(float)
-    if x.nunique() < 2:
-        return float("nan")
+    if x.nunique() < MIN_SIZES:
+        return None
     dx = x - x.mean()
-    return float((dx * (y - y.mean())).sum() / (dx * dx).sum())
+    slope = float((dx * (y - y.mean())).sum() / (dx * dx).sum())
+    residuals = y - y.mean() - slope * dx
+    error = math.sqrt(float((residuals**2).sum()) / (len(x) - 2) / float((dx * dx).sum()))
+    return slope, float(stats.t.ppf(0.975, len(x) - 2)) * error
+
+
+def _per_1k(fit: tuple[float, float] | None) -> tuple[str, str]:
+    """A growth per 1,000 tokens as the table shows it, and its ± (95%): '≤ the interval's
+    upper end' where the interval holds zero (memory that shrinks as the input grows is
+    noise, never a figure), '—' where it cannot be fitted."""
+    if fit is None:
+        return "—", ""
+    slope, half = 1000 * fit[0], 1000 * fit[1]
+    if slope - half > 0:
+        return f"{slope:,.1f}", f"{half:,.1f}"
+    return f"≤ {max(slope + half, 0.0):,.1f}", ""
 
 
 def per_token(timed: pd.DataFrame) -> pd.DataFrame | None:
     """Per model, framework and optimization (and device, where cells ran on more than
     one): the resident model (MiB, the cells' median) and what input costs as it grows, MiB
     per 1,000 tokens: the growth of the steady peak over the model with batch × length, a
-    least-squares slope over the cells (host and, where recorded, GPU). Growth, not
-    steady − model divided by the input: that difference holds a fixed part (the
-    framework's own buffers, caches and threads of running at all) that division would
-    spread over the tokens, the more per token the smaller the input. '—' where the cells
-    measured one size. None when no cell recorded its phases."""
+    least-squares slope over the cells with its 95% interval (host and, where recorded,
+    GPU). Growth, not steady − model divided by the input: that difference holds a fixed
+    part (the framework's own buffers, caches and threads of running at all) that division
+    would spread over the tokens, the more per token the smaller the input. '—' where the
+    cells measured fewer than MIN_SIZES sizes with figures of their own. None when no cell
+    recorded its phases."""
     cells = with_input_cost(timed)
     if "input_mb" not in cells or cells["input_mb"].isna().all():
         return None
@@ -165,14 +192,25 @@ def per_token(timed: pd.DataFrame) -> pd.DataFrame | None:
     rows = []
     for key, group in cells.groupby(keys):
         row = dict(zip(keys, key, strict=True))
-        row["model resident"] = group["resident_after_model_mb"].median()
-        row["MiB per 1k tokens"] = 1000 * _growth(group["tokens"], group["input_mb"])
+        median = group["resident_after_model_mb"].median()
+        row["model resident"] = "—" if pd.isna(median) else f"{median:,.1f}"
+        row["MiB per 1k tokens"], row["±"] = _per_1k(growth(group["tokens"], group["input_mb"]))
         if gpu:
-            row["GPU MiB per 1k tokens"] = 1000 * _growth(group["tokens"],
-                                                          group["device_input_mb"])
+            row["GPU MiB per 1k tokens"], row["GPU ±"] = _per_1k(
+                growth(group["tokens"], group["device_input_mb"]))
         rows.append(row)
     table = pd.DataFrame(rows)
     table["framework"] = table["framework"].map(framework_name)
-    for column in [c for c in table if c not in keys]:
-        table[column] = table[column].map(lambda v: "—" if pd.isna(v) else f"{v:,.1f}")
     return table
+
+
+def sizes_for_growth(timed: pd.DataFrame) -> int:
+    """The most input sizes with host figures of their own that one framework and
+    optimization measured (a growth per token needs MIN_SIZES)."""
+    cells = with_input_cost(timed)
+    if "input_mb" not in cells:
+        return 0
+    cells = cells[cells["input_mb"].notna()].assign(tokens=lambda c: c["batch"] * c["seqlen"])
+    if cells.empty:
+        return 0
+    return int(cells.groupby(["model", "framework", "optimization"])["tokens"].nunique().max())

@@ -71,6 +71,17 @@ class Spread:
     cells: dict  # index → the cell's spread between processes, drift removed (CV)
     drift: list[float]  # each round's level against the mean (a fraction: 0.05 = 5% slower)
     beyond: dict  # index → whether the cell's spread is beyond the machine's (the others')
+    # The variance of the log of a round's level (the machine's drift between rounds) and
+    # its degrees of freedom: this scenario's own rounds − 1, or pooled over a run's
+    # scenarios (run_spreads). None: from `drift`, rounds − 1.
+    drift_variance: float | None = None
+    drift_df: int | None = None
+
+    def drift_spread(self) -> tuple[float, int]:
+        """The drift's variance and degrees of freedom (pooled where run_spreads pooled it)."""
+        if self.drift_variance is not None:
+            return self.drift_variance, self.drift_df
+        return float(np.log1p(np.array(self.drift)).var(ddof=1)), self.rounds - 1
 
 
 def spread(cells: pd.DataFrame) -> Spread | None:
@@ -129,6 +140,16 @@ def run_spreads(timed: pd.DataFrame) -> dict[str, Spread]:
         variance = sum(found[name].variance * found[name].df for name in shared) / df
         for name in shared:
             found[name] = replace(found[name], variance=variance, df=df)
+    # The machine drifts alike whatever a scenario measures: each scenario's rounds are
+    # samples of its drift (2 rounds: one degree of freedom each, t = 12.7, and a cell's
+    # interval of ±53% in a default run whose inference rounds differed by 8%), so their
+    # variances pool over the run's scenarios, as the spread between processes does.
+    if len(found) > 1:
+        spreads = {name: pooled.drift_spread() for name, pooled in found.items()}
+        df = sum(df for _, df in spreads.values())
+        variance = sum(v * df for v, df in spreads.values()) / df
+        found = {name: replace(pooled, drift_variance=variance, drift_df=df)
+                 for name, pooled in found.items()}
     return found
 
 
@@ -184,7 +205,8 @@ def level_interval(row, pooled: Spread) -> tuple[float, float] | None:
     variance or the cell's own, where larger, as `paired` takes it), with Student's t
     at Welch-Satterthwaite's degrees of freedom. Two rounds alone give t with 1 degree of
     freedom (12.7: intervals beyond every sample measured); pooled over a scenario's cells,
-    σ is known far better. None where the cell lacks the pooled rounds."""
+    σ is known far better, and τ pooled over the run's scenarios (run_spreads) better than
+    from one scenario's rounds. None where the cell lacks the pooled rounds."""
     values = figures(row)
     if values is None or len(values) != pooled.rounds or pooled.rounds < 2:
         return None
@@ -192,10 +214,9 @@ def level_interval(row, pooled: Spread) -> tuple[float, float] | None:
     # A noisier cell is not narrowed by quieter ones (as `paired` has it).
     cell_variance = max(pooled.variance, pooled.cells.get(row.name, 0.0) ** 2)
     cell_df = pooled.df
-    drift = np.log1p(np.array(pooled.drift))
-    drift_variance = float(drift.var(ddof=1))
+    drift_variance, drift_df = pooled.drift_spread()
     a, b = cell_variance / k, drift_variance / k
-    df = (a + b) ** 2 / (a**2 / cell_df + b**2 / (k - 1)) if a + b > 0 else cell_df
+    df = (a + b) ** 2 / (a**2 / cell_df + b**2 / drift_df) if a + b > 0 else cell_df
     half = stats.t.ppf(0.5 + LEVEL / 2, df) * math.sqrt(a + b)
     center = float(row["median_ms"])
     return center * math.exp(-half), center * math.exp(half)

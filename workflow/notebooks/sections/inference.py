@@ -355,9 +355,11 @@ else:
 # framework and optimization; **OOM** (a red ✕ in the figure) marks a cell that ran out of
 # memory at that size. Then what each 1,000 tokens of input cost: the growth of the steady
 # peak over the resident model with batch × length (a least-squares slope over a framework
-# and optimization's cells; '—' where it measured one size), and the same on the GPU where
-# cells ran there. Growth, not the peak over the model divided by the input: that holds a
-# fixed part, the framework's own memory of running at all, which is not the input's.
+# and optimization's cells whose memory is their own, with its 95% interval: from three
+# sizes up, for a line through two cannot be told from the noise of a process's own
+# memory), and the same on the GPU where cells ran there. Growth, not the peak over the
+# model divided by the input: that holds a fixed part, the framework's own memory of
+# running at all, which is not the input's.
 
 # %%
 sized = memory.against_size(df)
@@ -368,9 +370,17 @@ else:
          left=["model"])
     plots_size.memory_vs_size(df, plt.figure())
     plt.show()
-    show(memory.per_token(ok), "Memory per 1,000 tokens: the growth of the steady peak "
-         "over the resident model with batch × length (MiB)",
-         left=["model", "framework", "optimization"])
+    sizes = memory.sizes_for_growth(ok)
+    if sizes >= memory.MIN_SIZES:
+        show(memory.per_token(ok), "Memory per 1,000 tokens: the growth of the steady peak "
+             "over the resident model with batch × length (MiB; ± its 95% interval, "
+             "'≤' where the interval holds zero)", left=["model", "framework", "optimization"])
+    else:
+        say(f"Memory per 1,000 tokens is not estimated: each recipe has at most {sizes} "
+            "input sizes whose memory is their own (measured first in a fresh process), and "
+            f"a growth told from the noise of a process's own memory needs {memory.MIN_SIZES}"
+            " (`measurement.process: per_cell`, or more rounds: each round starts its "
+            "groups at another size).")
 gpu_sized = memory.against_size(df, "device_steady_peak_mb")
 if gpu_sized is not None:
     show(gpu_sized, "Steady peak GPU memory (MiB, the framework's allocator) per input size",
