@@ -176,7 +176,7 @@ COMMAND_LINES = {
     "training_pytorch_cnn_cpu_b8_synthetic_w0_adam_eager":
         "--scenario=training --framework=pytorch --model=cnn --device=cpu --batch=8"
         " --dataset=synthetic --pipeline=w0 --optimizer=adam --optimization=eager"
-        " --protocol=2 --epochs=2 --learning-rate=0.003 --decay-epochs=1 --target-accuracy=0.7"
+        " --protocol=3 --epochs=2 --learning-rate=0.003 --decay-epochs=1 --target-accuracy=0.7"
         " --accuracy-tolerance=0.02 --seeds=3 --no-breakdown --ablation --cold-cache"
         " --no-profile" + MEASURED_WITH,
     "train_step_pytorch_tiny-bert_cpu_b2_s16_sgd_eager":

@@ -915,6 +915,36 @@ def test_a_cell_without_the_other_framework_is_not_checked():
     assert not cells["checked"].any() and not cells["wrong_answer"].any()
 
 
+def test_time_to_accuracy_leaves_the_first_steps_compilation_out():
+    """A step whose first call compiles for 0.4 s (cold; a later round finds its program in
+    the cache) and then takes 1 ms: the time to the target (reached after the first epoch)
+    is that epoch's other steps, not the compilation, which is the cold start."""
+    import time
+
+    from dlbench.measure.training import Evaluation, train
+
+    class Step:
+        separable, calls = False, 0
+
+        def to_device(self, batch):
+            return batch
+
+        def compute(self, x, y):
+            Step.calls += 1
+            time.sleep(0.4 if Step.calls == 1 else 0.001)
+            return 0.0
+
+    labels = np.arange(10) % 2
+    run = train(epochs=2, batches=lambda epoch: iter([(0, 0)] * 5), step=Step(),
+                synchronize=lambda: None, mean_loss=lambda losses: 0.0,
+                evaluation=Evaluation(lambda: np.eye(2)[labels], labels), steps_per_epoch=5,
+                warmup=1, target_accuracy=0.7, mark=lambda phase: None, breakdown=False)
+    assert run.test_accuracy == [1.0, 1.0]
+    assert run.first_step_s >= 0.4
+    assert run.time_to_accuracy_s == pytest.approx(run.epoch_s[0] - run.first_step_s)
+    assert run.time_to_accuracy_s < 0.1
+
+
 def test_time_to_accuracy_per_seed_and_their_median():
     from dlbench.analysis import training
 

@@ -74,8 +74,9 @@ class Training(OptimizerSettings, Scenario):
     def protocol(self, cell: "Cell") -> int:
         """2: throughput over wall time, the ablation fed the pipeline's own batches and
         running the timed program, every pipeline in the recipe's layout, tf.data without
-        its automatic optimizations (results of protocol 1 are measured again)."""
-        return 2
+        its automatic optimizations (results of protocol 1 are measured again); 3: the
+        time to the target accuracy leaves the first step (compilation) out."""
+        return 3
 
     # -- settings of every cell ---------------------------------------------------------------
 
@@ -89,7 +90,9 @@ class Training(OptimizerSettings, Scenario):
                              "epochs)",
                              "type": "integer", "minimum": 0, "default": 1},
             "target_accuracy": {"description": "the test accuracy whose training time is "
-                                "reported (time to accuracy)", "type": "number",
+                                "reported (time to accuracy: the epochs' training time until "
+                                "it is reached, the first step, with compilation, apart)",
+                                "type": "number",
                                 "exclusiveMinimum": 0, "maximum": 1, "default": 0.7},
             "accuracy_tolerance": {"description": "the largest difference of final test "
                                    "accuracy between frameworks that counts as a match (or 2 "
