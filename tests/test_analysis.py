@@ -944,7 +944,7 @@ def test_memory_measured_after_other_cells_of_its_process_is_not_the_cells_own()
     assert table.index.tolist() == [(1, 16), (1, 64)]  # not the borrowed one
     assert table.loc[(1, 64), "steady − model"] == "150"
     # Two sizes of its own: a line through them, not a growth told from the noise.
-    assert memory.sizes_for_growth(timed(rows)) == 2
+    assert memory.sizes_of_their_own(timed(rows)) == 2
     assert memory.per_token(timed(rows)).iloc[0]["MiB per 1k tokens"] == "—"
     # A record without the combined flag: its process position decides.
     alone = frame(cell("jax", median=5.0, load_peak_mb=900.0, process_position=1))

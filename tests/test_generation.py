@@ -3,6 +3,7 @@ token-for-token check, and tiny-gpt2 cells through `dlbench run` with the shared
 and the reference's ids (a planted wrong answer fails the check; the generation workflow's
 cells get the same checks, tests/test_generation_workflow.py)."""
 
+import math
 import statistics
 import subprocess
 import sys
@@ -103,8 +104,8 @@ def test_tokens_per_second_has_no_upper_bound_where_the_latency_interval_reaches
 
 def test_rounds_pool_the_first_token_and_the_time_per_token_of_every_process():
     """Two processes of one cell (rounds, or repeats): the time to the first token and per
-    token come from both processes' samples, as the whole generation's median does — not
-    from the first process alone (the default run's JAX generation: 15.67 ms a token from
+    token come from both processes, as the whole generation's figure does — not from the
+    first process alone (the default run's JAX generation: 15.67 ms a token from
     its first round, 14.53 in its second, beside a whole-generation median of both). So do
     the decoding steps' stamps, each position's time the rounds' median (PyTorch eager's
     figure by position showed its first round's 23.6-24.8 ms beside a table's 26.19, its
@@ -132,12 +133,19 @@ def test_rounds_pool_the_first_token_and_the_time_per_token_of_every_process():
     assert combined["per_position_p90_ms"] == pytest.approx([95 / 3] * 3)
     assert combined["steps"] == pytest.approx({"first_token_ms": 9.5, "per_token_ms": 19.0})
     assert combined["first_token"]["samples_ms"] == [10.0] * 3 + [9.0] * 3
-    assert combined["first_token_ms"] == pytest.approx(9.5)
-    pooled = records[0]["generation"]["per_token"]["samples_ms"] + records[1][
-        "generation"]["per_token"]["samples_ms"]
-    assert combined["per_token_ms"] == pytest.approx(statistics.median(pooled))
-    assert combined["per_token_ms"] != records[0]["generation"]["per_token_ms"]
+    # The figures the tables show: the processes' geometric mean, as the answer's whole
+    # generation is, each process's beside it.
+    assert combined["first_token_ms"] == pytest.approx(math.sqrt(10.0 * 9.0))
+    assert combined["rounds_first_token_ms"] == [10.0, 9.0]
+    own = [r["generation"]["per_token_ms"] for r in records]
+    assert combined["per_token_ms"] == pytest.approx(math.sqrt(own[0] * own[1]))
+    assert combined["rounds_per_token_ms"] == own
     assert records[0]["generation"]["first_token_ms"] == 10.0  # the repeats left alone
+    # A process without a time per token (not above zero): none for the cell, with why.
+    records[1]["generation"] |= {"per_token_ms": None, "per_token_note": "not resolved: …"}
+    unresolved = scenarios.get("generation").combine(records)["generation"]
+    assert unresolved["per_token_ms"] is None
+    assert unresolved["per_token_note"] == "not resolved: …"
 
 
 def test_the_token_check_finds_the_first_divergence():

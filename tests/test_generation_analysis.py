@@ -141,3 +141,24 @@ def test_a_time_per_token_that_is_not_above_zero_is_not_published():
     assert sheet.table.loc[("gpt2", 2), "prompt 8"].startswith("not resolved:")
     [sheet] = generation.sheets(summary, generation.FIRST_TOKEN)
     assert sheet.table.loc[("gpt2", 2), "prompt 8"] == "0.59"
+
+
+def test_in_rounds_each_figure_shows_its_processes_range():
+    """Two rounds whose processes put the frameworks in opposite orders per token (a
+    default run: TensorFlow xla 22.65 then 19.07 ms, JAX jit 20.22 then 22.01): each figure
+    reads with its rounds' range, so that neither reads as ahead on its own."""
+    summary = pd.DataFrame([
+        row("tensorflow", "xla", 1, 32, 690.0, 55.0, 20.78,
+            generation_rounds_per_token_ms=[22.65, 19.07],
+            generation_rounds_first_token_ms=[55.0, 58.6]),
+        row("jax", "jit", 1, 32, 700.0, 60.0, 21.10,
+            generation_rounds_per_token_ms=[20.22, 22.01],
+            generation_rounds_first_token_ms=[60.0, 60.1])])
+    per_token = {s.framework: s.table.iloc[0, 0]
+                 for s in generation.sheets(summary, generation.PER_TOKEN)}
+    assert per_token == {"tensorflow": "20.78 (19.07–22.65)", "jax": "21.10 (20.22–22.01)"}
+    [first, _] = generation.sheets(summary, generation.FIRST_TOKEN)
+    assert first.table.iloc[0, 0] == "55.00 (55.00–58.60)"
+    # Without rounds, the figure alone.
+    [alone] = generation.sheets(SUMMARY.iloc[[3]], generation.PER_TOKEN)
+    assert alone.table.iloc[0, 0] == "1.00"

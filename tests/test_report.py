@@ -261,8 +261,10 @@ def test_memory_and_throughput_against_input_size(rendered):
     assert rows[2][header.index("TensorFlow eager")] == "OOM"
     assert rows[2][header.index("TensorFlow graph")] == "580"  # 500 + 5 × 16
     per_sample = table_under(html, "Memory against input size", 1)
-    assert per_sample[0][3:] == ["model resident", "MiB per 1k tokens"]
+    assert per_sample[0][3:] == ["model resident", "MiB per 1k tokens", "±"]
     assert len(per_sample) == 1 + 6  # the six framework × optimization with a timing
+    graph = next(r for r in per_sample[1:] if r[1:3] == ["TensorFlow", "graph"])
+    assert graph[4:] == ["5,000.0", "0.0"]  # 5 MiB a token at 8, 16 and 32 tokens
     header, *rows = table_under(html, "Throughput against batch size and sequence length")
     assert [r[:3] for r in rows] == [["bert", "1", "8"], ["bert", "1", "32"], ["bert", "2", "8"]]
     assert rows[2][header.index("TensorFlow graph")] == "250 (243–258)"

@@ -319,8 +319,24 @@ def test_memory_per_token_needs_three_sizes_and_a_growth_beyond_the_noise():
     assert flat.startswith("≤ ") and float(flat[2:].replace(",", "")) > 0
     assert not any(str(v).startswith("-") or str(v).startswith("−")
                    for v in table.to_numpy().ravel())
-    assert memory.sizes_for_growth(frame(measured("jax", 1, 16, 55.3),
-                                         measured("jax", 1, 64, 52.9))) == 2
+    two = frame(measured("jax", 1, 16, 55.3), measured("jax", 1, 64, 52.9))
+    assert memory.sizes_of_their_own(two) == 2 and not memory.estimated(memory.per_token(two))
+    assert memory.estimated(table.reset_index())
+    # Three sizes whose memory falls clearly as the input grows: no figure, a mark.
+    falls = memory.per_token(frame(measured("jax", 1, 16, 90.0), measured("jax", 1, 64, 66.5),
+                                   measured("jax", 2, 64, 34.0)))
+    assert falls.iloc[0]["MiB per 1k tokens"] == memory.FALLS
+    # On a GPU the allocator's figures are each cell's own whatever came before it in its
+    # process: a growth from them where the host's are borrowed (blank).
+    def on_gpu(batch, seqlen, gpu_input_mb):
+        return cell("pytorch", "eager", 10.0, batch=batch, seqlen=seqlen, device="gpu",
+                    device_resident_after_model_mb=400.0,
+                    device_steady_peak_mb=400.0 + gpu_input_mb)
+
+    gpu = memory.per_token(frame(on_gpu(1, 16, 8.0), on_gpu(1, 64, 32.0), on_gpu(2, 64, 64.0)))
+    assert gpu.iloc[0]["MiB per 1k tokens"] == "—"
+    assert gpu.iloc[0]["GPU MiB per 1k tokens"] == "500.0"
+    assert memory.estimated(gpu)
 
 
 def test_throughput_carries_the_interval(cells):

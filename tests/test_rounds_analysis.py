@@ -87,20 +87,27 @@ def test_a_cells_interval_from_two_rounds_covers_its_level_as_often_as_it_says(d
     assert np.median(widths) < 1.15**2
 
 
-def test_the_drift_pooled_over_the_runs_scenarios_keeps_the_coverage_and_narrows():
-    """Three scenarios in two rounds, each round's machine 5% off (lognormal, drawn anew
-    for each scenario's rounds: they run at other minutes) and each process 4% about it: a
-    cell's interval with the drift pooled over the scenarios (run_spreads: 3 degrees of
-    freedom) still holds its true level in about 95 of 100 runs, and in the runs whose
-    own scenario drifted most, it is far narrower than with that scenario's one degree of
-    freedom (a default run: ±53% where its inference rounds differed by 8%)."""
+@pytest.mark.parametrize(("drifts", "coverage"), [((0.05, 0.05, 0.05), 0.935),
+                                                  ((0.10, 0.03, 0.03), 0.87)])
+def test_the_drift_pooled_over_the_runs_scenarios_keeps_the_coverage_and_narrows(drifts,
+                                                                                  coverage):
+    """Three scenarios in two rounds, each round's machine off by the scenario's drift
+    (lognormal, drawn anew for each scenario's rounds: they run at other minutes) and each
+    process 4% about it: a cell's interval with the drift pooled over the scenarios
+    (run_spreads: 3 degrees of freedom) holds its true level in about 95 of 100 runs where
+    the scenarios drift alike (97%), and in the runs whose own scenario drifted most it is
+    far narrower than with that scenario's one degree of freedom (a default run: ±53%
+    where its inference rounds differed by 8%). Where inference drifts three times as
+    much as the others (its rounds lie furthest apart in the schedule), its own drift
+    where larger keeps 90% (the pooled one alone: 85.5%): two rounds know the drift
+    poorly, whichever way it is taken."""
     rng = np.random.default_rng(8)
     levels = np.array([40.0, 38.0, 60.0, 48.0, 90.0, 44.0])
-    covered, pooled_widths, own_widths, runs = 0, [], [], 1500
+    covered, pooled_widths, own_widths, runs = 0, [], [], 1000
     for _ in range(runs):
         run = []
-        for name in ("inference", "generation", "training"):
-            drift = np.exp(rng.normal(0, 0.05, size=2))
+        for name, sd in zip(("inference", "generation", "training"), drifts, strict=True):
+            drift = np.exp(rng.normal(0, sd, size=2))
             values = levels[:, None] * drift[None, :] * np.exp(rng.normal(0, 0.04, (6, 2)))
             run.append(pd.DataFrame({"rounds_median_ms": list(values), "scenario": name,
                                      "median_ms": np.exp(np.log(values).mean(axis=1))}))
@@ -112,8 +119,8 @@ def test_the_drift_pooled_over_the_runs_scenarios_keeps_the_coverage_and_narrows
         pooled_widths.append(high / low)
         own = rounds.level_interval(run.loc[2], rounds.spread(run.loc[:5]))
         own_widths.append(own[1] / own[0])
-    assert 0.935 <= covered / runs <= 0.985, covered
-    assert np.quantile(np.log(pooled_widths), 0.9) < 0.5 * np.quantile(np.log(own_widths), 0.9)
+    assert coverage <= covered / runs <= 0.985, covered
+    assert np.quantile(np.log(pooled_widths), 0.9) < 0.6 * np.quantile(np.log(own_widths), 0.9)
 
 
 def test_the_summarys_intervals_come_from_the_rounds_where_it_has_them():
@@ -141,8 +148,9 @@ def test_the_summarys_intervals_come_from_the_rounds_where_it_has_them():
 def test_the_scenarios_ranked_by_their_median_share_the_machines_spread():
     """Inference (three cells) and generation (two) in the same two rounds pool their
     spread between processes — one variance, the sum of their degrees of freedom — while
-    each keeps its own drift; training, whose rounds are seeds and whose headline is the
-    wall time per step, keeps its own spread."""
+    each keeps its own drift (the rounds' levels); training, whose rounds are seeds and
+    whose headline is the wall time per step, keeps its own spread. The drift's variance,
+    the machine's, is pooled over all three, and never below a scenario's own."""
     rng = np.random.default_rng(7)
     levels = {("pytorch", "eager"): 40.0, ("tensorflow", "graph"): 48.0, ("jax", "jit"): 56.0}
     inference = _rounds_frame(levels, [0.02, -0.02], 0.02, rng)
@@ -161,6 +169,10 @@ def test_the_scenarios_ranked_by_their_median_share_the_machines_spread():
     assert replace(shared["training"], drift_variance=None, drift_df=None) == alone["training"]
     # The drift, though, is the machine's whatever the scenario: pooled over all three.
     assert {shared[name].drift_spread()[1] for name in shared} == {3}
+    pooled = np.mean([alone[name].own_drift_variance() for name in alone])
+    for name in shared:
+        assert shared[name].drift_spread()[0] == pytest.approx(
+            max(pooled, alone[name].own_drift_variance()))
 
 
 def test_a_real_difference_is_found_and_no_difference_is_a_tie():

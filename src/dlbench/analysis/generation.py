@@ -40,20 +40,30 @@ def _wrong(cells: pd.DataFrame) -> pd.Series:
 PER_TOKEN_NOTE = "generation_per_token_note"
 
 
+# Each process's figure of the two (rounds), beside their geometric mean.
+ROUNDS = {metric: metric.replace("generation_", "generation_rounds_") for metric in METRICS}
+
+
 def _value(row, metric: str) -> str:
+    """The metric's figure; in rounds, their range beside it: one process's figure can be
+    a framework ahead where the next's is behind."""
     if row["status"] == "ok" and metric == PER_TOKEN and pd.isna(row.get(metric)) \
             and isinstance(row.get(PER_TOKEN_NOTE), str):
         return row[PER_TOKEN_NOTE]  # "not resolved: …", never a negative time
     if row["status"] != "ok" or pd.isna(row.get(metric)):
         return na(row["status"], row.get("reason"))
     mark = WRONG_MARK if bool(row.get("wrong_answer", False)) else ""
-    return f"{row[metric]:.2f}{mark}"
+    rounds = row.get(ROUNDS[metric])
+    spread = f" ({min(rounds):.2f}–{max(rounds):.2f})" if hasattr(rounds, "__len__") \
+        and len(rounds) > 1 else ""
+    return f"{row[metric]:.2f}{spread}{mark}"
 
 
 def sheets(cells: pd.DataFrame, metric: str) -> list[Sheet]:
     """Per framework, optimization, device and number of new tokens: rows model × batch,
-    columns prompt length, the metric's median in ms (✗: a wrong answer; N/A: the cell did
-    not run, with its reason)."""
+    columns prompt length, the metric's median in ms (in rounds: the geometric mean of the
+    processes' medians, with their range) (✗: a wrong answer; N/A: the cell did not run,
+    with its reason)."""
     cells = cells[cells["scenario"].eq(SCENARIO)]
     out = []
     keys = ["framework", "optimization", "device", "new_tokens"]

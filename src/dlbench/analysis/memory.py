@@ -159,16 +159,24 @@ def growth(x: pd.Series, y: pd.Series) -> tuple[float, float] | None:
     return slope, float(stats.t.ppf(0.975, len(x) - 2)) * error
 
 
+# Where a fitted line falls with the input, its whole interval below zero: memory that
+# shrinks as the input grows is no growth but a measurement to look at (borrowed figures,
+# another process's allocator), never a figure of the table.
+FALLS = "falls ✗"
+
+
 def _per_1k(fit: tuple[float, float] | None) -> tuple[str, str]:
     """A growth per 1,000 tokens as the table shows it, and its ± (95%): '≤ the interval's
-    upper end' where the interval holds zero (memory that shrinks as the input grows is
-    noise, never a figure), '—' where it cannot be fitted."""
+    upper end' where the interval holds zero, FALLS where it lies below zero, '—' where it
+    cannot be fitted."""
     if fit is None:
         return "—", ""
     slope, half = 1000 * fit[0], 1000 * fit[1]
     if slope - half > 0:
         return f"{slope:,.1f}", f"{half:,.1f}"
-    return f"≤ {max(slope + half, 0.0):,.1f}", ""
+    if slope + half < 0:
+        return FALLS, ""
+    return f"≤ {slope + half:,.1f}", ""
 
 
 def per_token(timed: pd.DataFrame) -> pd.DataFrame | None:
@@ -176,25 +184,28 @@ def per_token(timed: pd.DataFrame) -> pd.DataFrame | None:
     one): the resident model (MiB, the cells' median) and what input costs as it grows, MiB
     per 1,000 tokens: the growth of the steady peak over the model with batch × length, a
     least-squares slope over the cells with its 95% interval (host and, where recorded,
-    GPU). Growth, not steady − model divided by the input: that difference holds a fixed
-    part (the framework's own buffers, caches and threads of running at all) that division
-    would spread over the tokens, the more per token the smaller the input. '—' where the
-    cells measured fewer than MIN_SIZES sizes with figures of their own. None when no cell
-    recorded its phases."""
+    GPU: each over the cells that have its figures). Growth, not steady − model divided by
+    the input: that difference holds a fixed part (the framework's own buffers, caches and
+    threads of running at all) that division would spread over the tokens, the more per
+    token the smaller the input. '—' where the cells measured fewer than MIN_SIZES sizes
+    with figures of their own. None when no cell recorded its phases."""
     cells = with_input_cost(timed)
-    if "input_mb" not in cells or cells["input_mb"].isna().all():
+    columns = [c for c in ("input_mb", "device_input_mb") if c in cells]
+    if not columns or cells[columns].isna().all(axis=None):
         return None
-    cells = cells[cells["input_mb"].notna()].assign(tokens=lambda c: c["batch"] * c["seqlen"])
-    gpu = "device_input_mb" in cells and cells["device_input_mb"].notna().any()
+    cells = cells[cells[columns].notna().any(axis=1)].assign(
+        tokens=lambda c: c["batch"] * c["seqlen"])
+    gpu = "device_input_mb" in columns and cells["device_input_mb"].notna().any()
     keys = ["model", "framework", "optimization"]
     if cells["device"].nunique() > 1:
         keys.append("device")
     rows = []
     for key, group in cells.groupby(keys):
         row = dict(zip(keys, key, strict=True))
-        median = group["resident_after_model_mb"].median()
+        median = group.get("resident_after_model_mb", pd.Series(dtype=float)).median()
         row["model resident"] = "—" if pd.isna(median) else f"{median:,.1f}"
-        row["MiB per 1k tokens"], row["±"] = _per_1k(growth(group["tokens"], group["input_mb"]))
+        row["MiB per 1k tokens"], row["±"] = _per_1k(
+            growth(group["tokens"], group["input_mb"]) if "input_mb" in group else None)
         if gpu:
             row["GPU MiB per 1k tokens"], row["GPU ±"] = _per_1k(
                 growth(group["tokens"], group["device_input_mb"]))
@@ -204,13 +215,24 @@ def per_token(timed: pd.DataFrame) -> pd.DataFrame | None:
     return table
 
 
-def sizes_for_growth(timed: pd.DataFrame) -> int:
-    """The most input sizes with host figures of their own that one framework and
-    optimization measured (a growth per token needs MIN_SIZES)."""
+def estimated(table: pd.DataFrame | None) -> bool:
+    """Whether a per_token table holds any growth (else every row says '—')."""
+    if table is None:
+        return False
+    growths = [c for c in table if c.endswith("MiB per 1k tokens")]
+    return bool((table[growths] != "—").any(axis=None))
+
+
+def sizes_of_their_own(timed: pd.DataFrame) -> int:
+    """The most input sizes whose memory is their own (a host or GPU figure over the model)
+    that one framework and optimization measured on one device."""
     cells = with_input_cost(timed)
-    if "input_mb" not in cells:
+    columns = [c for c in ("input_mb", "device_input_mb") if c in cells]
+    if not columns:
         return 0
-    cells = cells[cells["input_mb"].notna()].assign(tokens=lambda c: c["batch"] * c["seqlen"])
+    cells = cells[cells[columns].notna().any(axis=1)]
     if cells.empty:
         return 0
-    return int(cells.groupby(["model", "framework", "optimization"])["tokens"].nunique().max())
+    tokens = cells["batch"] * cells["seqlen"]
+    return int(tokens.groupby([cells["model"], cells["framework"], cells["optimization"],
+                               cells["device"]]).nunique().max())

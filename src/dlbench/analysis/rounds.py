@@ -77,11 +77,19 @@ class Spread:
     drift_variance: float | None = None
     drift_df: int | None = None
 
+    def own_drift_variance(self) -> float:
+        """The variance of the log of this scenario's own rounds' levels (rounds − 1
+        degrees of freedom)."""
+        return float(np.log1p(np.array(self.drift)).var(ddof=1))
+
     def drift_spread(self) -> tuple[float, int]:
-        """The drift's variance and degrees of freedom (pooled where run_spreads pooled it)."""
+        """The drift's variance and degrees of freedom: pooled where run_spreads pooled it,
+        but never below this scenario's own (a scenario whose rounds lie further apart in
+        time, the first of a round's order and the last of the next's, can drift more than
+        the others: it is not narrowed by them)."""
         if self.drift_variance is not None:
-            return self.drift_variance, self.drift_df
-        return float(np.log1p(np.array(self.drift)).var(ddof=1)), self.rounds - 1
+            return max(self.drift_variance, self.own_drift_variance()), self.drift_df
+        return self.own_drift_variance(), self.rounds - 1
 
 
 def spread(cells: pd.DataFrame) -> Spread | None:
@@ -123,7 +131,8 @@ def run_spreads(timed: pd.DataFrame) -> dict[str, Spread]:
     processes, pooled over all their cells (sums of squares over degrees of freedom), so
     that a scenario of four cells (generation: 3 degrees of freedom, t = 3.2) is not left
     with a wide interval that the machine's noise does not justify. Each keeps its own
-    drift and its cells' own spreads."""
+    drift (its rounds' levels) and its cells' own spreads; the drift's variance is pooled
+    over every scenario (`Spread.drift_spread`: at least the scenario's own)."""
     from dlbench import scenarios as registry
 
     known = registry.scenarios()
@@ -145,9 +154,9 @@ def run_spreads(timed: pd.DataFrame) -> dict[str, Spread]:
     # interval of ±53% in a default run whose inference rounds differed by 8%), so their
     # variances pool over the run's scenarios, as the spread between processes does.
     if len(found) > 1:
-        spreads = {name: pooled.drift_spread() for name, pooled in found.items()}
-        df = sum(df for _, df in spreads.values())
-        variance = sum(v * df for v, df in spreads.values()) / df
+        own = {name: (s.own_drift_variance(), s.rounds - 1) for name, s in found.items()}
+        df = sum(df for _, df in own.values())
+        variance = sum(v * df for v, df in own.values()) / df
         found = {name: replace(pooled, drift_variance=variance, drift_df=df)
                  for name, pooled in found.items()}
     return found

@@ -91,7 +91,8 @@ class Training(OptimizerSettings, Scenario):
                              "type": "integer", "minimum": 0, "default": 1},
             "target_accuracy": {"description": "the test accuracy whose training time is "
                                 "reported (time to accuracy: the epochs' training time until "
-                                "it is reached, the first step, with compilation, apart)",
+                                "it is reached, the first step's computation, where "
+                                "compilation lands, apart)",
                                 "type": "number",
                                 "exclusiveMinimum": 0, "maximum": 1, "default": 0.7},
             "accuracy_tolerance": {"description": "the largest difference of final test "

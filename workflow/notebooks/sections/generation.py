@@ -28,7 +28,9 @@ several = several_devices(df)
 # logits of the last position only, as PyTorch's generate asks. **Time per output
 # token**: (whole − first token) / (new tokens − 1). Where the framework runs the decoding
 # loop step by step (PyTorch, TensorFlow eager), each step is also timestamped and the
-# figure below shows it by position.
+# figure below shows it by position. In rounds, each figure is the geometric mean of its
+# fresh processes' medians, as the answer's whole generation is, with their range in
+# brackets: two figures whose ranges overlap are not told apart by this run.
 # **Token for token**: in fp32 every generated id must equal PyTorch eager fp32's; a cell
 # that diverged is a wrong answer (✗), its speed does not count. In bf16, greedy decoding may
 # take another token where two logits are within rounding: the share of equal tokens and the

@@ -366,21 +366,24 @@ sized = memory.against_size(df)
 if sized is None:
     say("No cell recorded its steady-state memory peak (results measured before dlbench did).")
 else:
-    show(sized, "Steady peak host memory (MiB) per input size; OOM: out of memory",
-         left=["model"])
+    show(sized, "Steady peak host memory (MiB) per input size; OOM: out of memory. Each "
+         "figure is from a process where its cell came first, so fresh processes' own few "
+         "tens of MiB lie between two sizes: the growth per 1,000 tokens below tells them "
+         "apart where it can", left=["model"])
     plots_size.memory_vs_size(df, plt.figure())
     plt.show()
-    sizes = memory.sizes_for_growth(ok)
-    if sizes >= memory.MIN_SIZES:
-        show(memory.per_token(ok), "Memory per 1,000 tokens: the growth of the steady peak "
-             "over the resident model with batch × length (MiB; ± its 95% interval, "
-             "'≤' where the interval holds zero)", left=["model", "framework", "optimization"])
-    else:
-        say(f"Memory per 1,000 tokens is not estimated: each recipe has at most {sizes} "
-            "input sizes whose memory is their own (measured first in a fresh process), and "
-            f"a growth told from the noise of a process's own memory needs {memory.MIN_SIZES}"
-            " (`measurement.process: per_cell`, or more rounds: each round starts its "
-            "groups at another size).")
+    growths = memory.per_token(ok)
+    if memory.estimated(growths):
+        show(growths, "Memory per 1,000 tokens: the growth of the steady peak over the "
+             "resident model with batch × length (MiB; ± its 95% interval; '≤' where the "
+             f"interval holds zero, '{memory.FALLS}' where it lies below zero: a measurement "
+             "to look at, not a growth)", left=["model", "framework", "optimization"])
+    elif growths is not None:
+        say("Memory per 1,000 tokens is not estimated: each recipe has at most "
+            f"{memory.sizes_of_their_own(ok)} input sizes whose memory is their own (measured "
+            "first in a fresh process), and a growth told from the noise of a process's own "
+            f"memory needs {memory.MIN_SIZES} (`measurement.process: per_cell`, or more "
+            "rounds: each round starts its groups at another size).")
 gpu_sized = memory.against_size(df, "device_steady_peak_mb")
 if gpu_sized is not None:
     show(gpu_sized, "Steady peak GPU memory (MiB, the framework's allocator) per input size",

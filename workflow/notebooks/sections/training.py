@@ -89,8 +89,8 @@ else:
 # it spent **waiting for the input pipeline**, and the speed-up over the framework's eager
 # with the same pipeline and optimizer (of the images per second: steps that wait for data
 # are bimodal, so the median step can fall in either cluster). Time to target: training time
-# (evaluation apart, and the first step, where compilation lands, apart: it is cold in a
-# first round and cached in later ones) until the test accuracy first reached the
+# (evaluation apart, and the first step's computation, where compilation lands, apart: it
+# is cold in a first round and cached in later ones) until the test accuracy first reached the
 # configured target; with
 # several seeds, their median (a seed that never reached it counts as slowest), then each
 # seed's in brackets.
