@@ -208,6 +208,23 @@ def test_throughput_is_work_over_wall_time_with_the_median_beside_it():
     assert rate["samples_per_s"] < 0.6 * rate["median_step_samples_per_s"]
 
 
+def test_the_efficiency_of_several_seeds_spans_each_seeds_own():
+    """Two processes whose pipelines ran at 79% and 85% of their ablations: their steps
+    pooled give an interval between the two, which holds neither; the combined interval
+    spans each process's own."""
+    rng = np.random.default_rng(2)
+    real = [list(100 + rng.normal(0, 2, 80)), list(100 + rng.normal(0, 2, 80))]
+    ceiling = [list(79 + rng.normal(0, 2, 40)), list(85 + rng.normal(0, 2, 40))]
+    own = [efficiency(r, c, 1 / np.mean(r), 1 / np.mean(c)) for r, c in zip(real, ceiling,
+                                                                         strict=True)]
+    assert own[0]["efficiency_ci95"][1] < own[1]["efficiency_ci95"][0]  # apart
+    pooled = efficiency(real[0] + real[1], ceiling[0] + ceiling[1], 1.0, 1.0)
+    assert pooled["efficiency_ci95"][0] > own[0]["efficiency_ci95"][1]  # holds neither
+    both = efficiency(real[0] + real[1], ceiling[0] + ceiling[1], 1.0, 1.0, seeds=own)
+    assert both["efficiency_ci95"] == [own[0]["efficiency_ci95"][0],
+                                       own[1]["efficiency_ci95"][1]]
+
+
 def test_an_ablation_slower_than_the_pipeline_is_flagged_as_no_ceiling():
     rng = np.random.default_rng(1)
     real = list(100 + rng.normal(0, 2, 200))

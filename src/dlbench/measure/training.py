@@ -246,17 +246,23 @@ BOOTSTRAP_RESAMPLES = 2000
 
 
 def efficiency(real_ms: list[float], ceiling_ms: list[float], real_per_s: float,
-               ceiling_per_s: float) -> dict:
+               ceiling_per_s: float, seeds: list[dict] | None = None) -> dict:
     """The pipeline's efficiency (real throughput over the ablation's), its 95% interval
     (the two runs' steps resampled independently) and whether the ablation is a ceiling:
-    a run whose interval lies above 1 says it is not (flagged, with a note)."""
+    a run whose interval lies above 1 says it is not (flagged, with a note). With several
+    processes' steps (`seeds`: each process's own efficiency section), the interval spans
+    every process's own too: their steps are not draws from one distribution, and two
+    seeds' 78.7% (75.6-81.9%) and 84.6% (80.9-88.4%) pooled read 82% (79-84%), an interval
+    that held neither."""
     rng = np.random.default_rng(0)
     real, ceiling = np.asarray(real_ms, float), np.asarray(ceiling_ms, float)
     means = [rng.choice(x, (BOOTSTRAP_RESAMPLES, x.size)).mean(axis=1) for x in (real, ceiling)]
-    low, high = np.percentile(means[1] / means[0], [2.5, 97.5])
+    low, high = (float(v) for v in np.percentile(means[1] / means[0], [2.5, 97.5]))
+    for own in seeds or []:
+        low, high = min(low, own["efficiency_ci95"][0]), max(high, own["efficiency_ci95"][1])
     value = real_per_s / ceiling_per_s
     above = bool(low > 1)
-    return {"efficiency": value, "efficiency_ci95": [float(low), float(high)],
+    return {"efficiency": value, "efficiency_ci95": [low, high],
             "not_a_ceiling": above,
             "note": (f"the pipeline ran faster than its ablation (efficiency {value:.0%}, "
                      f"95% interval {low:.0%}–{high:.0%}): the ablation is no ceiling here"

@@ -312,7 +312,8 @@ class Training(OptimizerSettings, Scenario):
             final["ablation"] = _pooled_ablation(ceilings, records[0]["params"]["batch"])
             final["ablation"].update(efficiency(
                 final["timing"]["samples_ms"], final["ablation"]["samples_ms"],
-                final["throughput"]["samples_per_s"], final["ablation"]["samples_per_s"]))
+                final["throughput"]["samples_per_s"], final["ablation"]["samples_per_s"],
+                seeds=[c for c in ceilings if c.get("efficiency_ci95")]))
         return final
 
     def iteration_flops(self, model: str, sizes: dict[str, int]) -> float | None:
