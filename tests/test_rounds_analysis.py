@@ -103,7 +103,7 @@ def test_the_drift_pooled_over_the_runs_scenarios_keeps_the_coverage_and_narrows
     poorly, whichever way it is taken."""
     rng = np.random.default_rng(8)
     levels = np.array([40.0, 38.0, 60.0, 48.0, 90.0, 44.0])
-    covered, pooled_widths, own_widths, runs = 0, [], [], 1000
+    covered, pooled_widths, own_widths, runs = 0, [], [], 500
     for _ in range(runs):
         run = []
         for name, sd in zip(("inference", "generation", "training"), drifts, strict=True):
