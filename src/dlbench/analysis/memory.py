@@ -189,13 +189,10 @@ def per_token(timed: pd.DataFrame) -> pd.DataFrame | None:
     threads of running at all) that division would spread over the tokens, the more per
     token the smaller the input. '—' where the cells measured fewer than MIN_SIZES sizes
     with figures of their own. None when no cell recorded its phases."""
-    cells = with_input_cost(timed)
-    columns = [c for c in ("input_mb", "device_input_mb") if c in cells]
-    if not columns or cells[columns].isna().all(axis=None):
+    cells = _sized(timed)
+    if cells is None:
         return None
-    cells = cells[cells[columns].notna().any(axis=1)].assign(
-        tokens=lambda c: c["batch"] * c["seqlen"])
-    gpu = "device_input_mb" in columns and cells["device_input_mb"].notna().any()
+    gpu = "device_input_mb" in cells and cells["device_input_mb"].notna().any()
     keys = ["model", "framework", "optimization"]
     if cells["device"].nunique() > 1:
         keys.append("device")
@@ -226,13 +223,19 @@ def estimated(table: pd.DataFrame | None) -> bool:
 def sizes_of_their_own(timed: pd.DataFrame) -> int:
     """The most input sizes whose memory is their own (a host or GPU figure over the model)
     that one framework and optimization measured on one device."""
+    cells = _sized(timed)
+    if cells is None:
+        return 0
+    keys = ["model", "framework", "optimization", "device"]
+    return int(cells.groupby(keys)["tokens"].nunique().max())
+
+
+def _sized(timed: pd.DataFrame) -> pd.DataFrame | None:
+    """The cells with a host or GPU input cost of their own (with_input_cost) and their
+    tokens (batch × length); None where there is none."""
     cells = with_input_cost(timed)
     columns = [c for c in ("input_mb", "device_input_mb") if c in cells]
-    if not columns:
-        return 0
-    cells = cells[cells[columns].notna().any(axis=1)]
-    if cells.empty:
-        return 0
-    tokens = cells["batch"] * cells["seqlen"]
-    return int(tokens.groupby([cells["model"], cells["framework"], cells["optimization"],
-                               cells["device"]]).nunique().max())
+    if not columns or cells[columns].isna().all(axis=None):
+        return None
+    return cells[cells[columns].notna().any(axis=1)].assign(
+        tokens=lambda c: c["batch"] * c["seqlen"])
