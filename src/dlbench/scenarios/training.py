@@ -75,8 +75,10 @@ class Training(OptimizerSettings, Scenario):
         """2: throughput over wall time, the ablation fed the pipeline's own batches and
         running the timed program, every pipeline in the recipe's layout, tf.data without
         its automatic optimizations (results of protocol 1 are measured again); 3: the
-        time to the target accuracy leaves the first step (compilation) out."""
-        return 3
+        time to the target accuracy leaves the first step (compilation) out; or the
+        recipe's where it changed since (JAX's jit: 4, its memory pipeline jitted)."""
+        recipe = recipes.optimization(self.recipes_of, cell.optimization, cell.framework).recipe
+        return max(3, recipe.protocol)
 
     # -- settings of every cell ---------------------------------------------------------------
 

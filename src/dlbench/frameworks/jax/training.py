@@ -33,6 +33,20 @@ from dlbench.frameworks.jax.optimizer import INITIAL_SCALE, make_optimizer, scal
 _COMPUTE = {"bf16": jnp.bfloat16, "fp16": jnp.float16}
 
 
+@jax.jit
+def _gather_augment(data, targets, index, offsets, flips, mean, std):
+    """One batch of the decoded set on the device: gathered, padded by PAD, cropped back
+    at each image's offsets (row, column), flipped where `flips` says, normalised."""
+    side = data.shape[1]
+    x = jnp.pad(data[index], ((0, 0), (PAD, PAD), (PAD, PAD), (0, 0)))
+    rows = offsets[:, :1] + jnp.arange(side)  # batch × side
+    cols = offsets[:, 1:] + jnp.arange(side)
+    b = jnp.arange(index.shape[0])[:, None, None]
+    x = x[b, rows[:, :, None], cols[:, None, :]]  # B H W C
+    x = jnp.where(flips[:, None, None, None], x[:, :, ::-1], x)
+    return (x.astype(jnp.float32) - mean) / std, targets[index]
+
+
 class GemmConv(nn.Module):
     """flax.linen.Conv's stride-1 'same' convolution (the same parameters: an HWIO kernel
     and a bias) whose kernel gradient is computed as GEMMs (dlbench.frameworks.jax.conv):
@@ -175,33 +189,32 @@ class JaxTraining:
 
     def _memory_pipeline(self, manifest: dict, batch: int, seed: int):
         """The decoded training set as one array on the device; each epoch a permutation,
-        and each batch gathered and augmented as a whole, op by op (as the others)."""
+        and each batch gathered and augmented as a whole by one jitted function (the JAX
+        way: op by op, each of its dozen operations is a dispatch of its own, 4.3 ms a batch
+        of 64 on the CPU against 0.4 jitted, and 7 ms of a 10-ms step on an H200)."""
         images, labels = decode(manifest, "train")
         rng = np.random.default_rng(seed)
-        n, side = len(labels), images.shape[1]
+        n = len(labels)
         data = jax.device_put(images, self.device)
         targets = jax.device_put(labels.astype(np.int32), self.device)
         mean = jax.device_put(np.asarray(manifest["mean"], np.float32) * 255, self.device)
         std = jax.device_put(np.asarray(manifest["std"], np.float32) * 255, self.device)
-        steps = np.arange(side)
+
+        def make(index, offsets, flips):
+            return jax.block_until_ready(
+                _gather_augment(data, targets, index, offsets, flips, mean, std))
+
+        # Compiled with the pipeline, not in the first step's input wait.
+        make(np.arange(batch), np.zeros((batch, 2), np.int64), np.zeros(batch, bool))
 
         def epoch(_: int) -> Iterator:
             order = rng.permutation(n)
             for start in range(0, n - batch + 1, batch):
-                index = jax.device_put(order[start:start + batch], self.device)
                 offsets = rng.integers(0, 2 * PAD + 1, size=(batch, 2))
-                flips = jax.device_put((rng.random(batch) < 0.5) & manifest["flip"],
-                                       self.device)
-                x = jnp.pad(data[index], ((0, 0), (PAD, PAD), (PAD, PAD), (0, 0)))
-                rows = jax.device_put(offsets[:, :1] + steps, self.device)  # batch × side
-                cols = jax.device_put(offsets[:, 1:] + steps, self.device)
-                b = jnp.arange(batch)[:, None, None]
-                x = x[b, rows[:, :, None], cols[:, None, :]]  # B H W C
-                x = jnp.where(flips[:, None, None, None], x[:, :, ::-1], x)
+                flips = (rng.random(batch) < 0.5) & manifest["flip"]
                 # Ready when handed over: augmenting is the pipeline's time (its input
-                # wait), as in the others' memory pipelines on the CPU.
-                yield jax.block_until_ready(((x.astype(jnp.float32) - mean) / std,
-                                             targets[index]))
+                # wait), as in the others' memory pipelines.
+                yield make(order[start:start + batch], offsets, flips)
 
         return epoch
 
