@@ -4,9 +4,10 @@ group, the default's 1.5-s loops — measured on the idle machine and beside a r
 spinning on a core. Idle, a noise flag is rare (at most one of the three); under the load,
 every cell is flagged busy, with the cores the others took in its reason, and the fixed
 workload timed beside each cell (the machine's own noise, dlbench.measure.noise) sees the
-load: each of its products takes longer than idle. (Its spread is no reliable sign of the
-load: in a slow hour here the idle workload spread by 7.7% of its median and the loaded one
-by 6.6%; a product took 0.42 ms idle and 5.6-8.0 ms loaded in another run.) On CI's machine
+load: each of its products takes longer than idle. (By how much varies from run to run, and
+its spread is no reliable sign of the load: in a slow hour here the idle workload spread by
+7.7% of its median and the loaded one by 6.6%; a product took 0.42 ms idle and 5.6-8.0 ms
+loaded in that run, 0.36 and 0.42 ms in another, which a 1.2× bound failed.) On CI's machine
 the idle cells' IQR came out at 15-20% of their median, against a fixed limit of 10% (3 of 3
 flagged unstable; 3-7% here): the limit is now three times the machine's own noise where
 that is higher."""
@@ -66,6 +67,6 @@ def test_flags_are_rare_on_an_idle_machine_and_common_under_load(tmp_path):
         spinner.kill()
         spinner.wait()
     assert all(r["flags"]["busy_machine"] for r in loaded), _seen(loaded)
-    assert _per_product(loaded) > 1.2 * _per_product(idle), (_seen(idle), _seen(loaded))
+    assert _per_product(loaded) > _per_product(idle), (_seen(idle), _seen(loaded))
     assert all(any(reason.startswith("busy machine: other processes kept")
                    for reason in r["flags"]["reasons"]) for r in loaded)
