@@ -165,7 +165,8 @@ def test_a_value_is_checked_against_its_schema(capsys):
 # The command lines that these cells were measured with (the workflow's dry run before
 # the codec): Snakemake compares them with its records, so they must not change — but on
 # purpose: the training cell's `--decay-epochs=1` (2026-11-30) is another training, whose
-# cells are measured again.
+# cells are measured again, and so is a training cell of a new protocol (4: the memory
+# pipelines' compiled batch).
 MEASUREMENT = {"warmup_iterations": 1, "min_duration_s": 0.05, "min_iterations": 3,
                "target_ci": 0.05, "attention": "eager", "retry_noisy": 2}
 MEASURED_WITH = (" --attention=eager --interop-threads=1 --max-duration-s=30"
@@ -176,7 +177,7 @@ COMMAND_LINES = {
     "training_pytorch_cnn_cpu_b8_synthetic_w0_adam_eager":
         "--scenario=training --framework=pytorch --model=cnn --device=cpu --batch=8"
         " --dataset=synthetic --pipeline=w0 --optimizer=adam --optimization=eager"
-        " --protocol=3 --epochs=2 --learning-rate=0.003 --decay-epochs=1 --target-accuracy=0.7"
+        " --protocol=4 --epochs=2 --learning-rate=0.003 --decay-epochs=1 --target-accuracy=0.7"
         " --accuracy-tolerance=0.02 --seeds=3 --no-breakdown --ablation --cold-cache"
         " --no-profile" + MEASURED_WITH,
     "train_step_pytorch_tiny-bert_cpu_b2_s16_sgd_eager":

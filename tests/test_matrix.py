@@ -150,17 +150,3 @@ def test_every_shipped_config_expands_to_the_full_product(path, tmp_path):
                          scenarios.optimizations_for(section, f))]
     assert expand_cells(settings) == expected
 
-
-def test_a_training_recipe_measured_differently_since_raises_its_cells_protocol():
-    """Training is at protocol 3 (the time to the target leaves the compilation out), and
-    a recipe changed since raises its own cells' further: JAX's jit to 4 (its memory
-    pipeline's batch one jitted function), so that Snakemake measures them again."""
-    validated = config.validate({
-        **TINY_CONFIG, "frameworks": ["pytorch", "jax"], "devices": ["cpu"],
-        "training": {"models": ["cnn"], "datasets": ["synthetic"], "batch_sizes": [8],
-                     "pipelines": ["memory"], "optimizers": ["sgd"],
-                     "optimizations": {"pytorch": ["eager"], "jax": ["jit"]}}})
-    cells = {cell.framework: cell for cell in expand_cells(validated)
-             if cell.scenario == "training"}
-    assert {name: cell.protocol() for name, cell in cells.items()} == {"pytorch": 3, "jax": 4}
-    assert "--protocol=4" in cells["jax"].cli_args()

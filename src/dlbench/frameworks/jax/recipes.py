@@ -11,11 +11,10 @@ RECIPES = (
            "dtype, weights float32)", INFERENCE, compiled=True),
     # -- training (the CNN's and a transformer's step) ---------------------------------------
     # Only jit: a JAX training step op by op is not what anyone runs, and train_step's JAX
-    # operations always compile. Protocol 4: the memory pipeline's batch made by one jitted
-    # function (op by op before: 7 ms of a 10-ms step on a GPU).
+    # operations always compile.
     Recipe("jit", "the training step's functions under jax.jit: XLA (on the CPU the CNN's "
            "convolutions' kernel gradients as GEMMs: XLA:CPU's own take ~4× as long)",
-           TRAINING, compiled=True, protocol=4),
+           TRAINING, compiled=True),
     # -- generation ---------------------------------------------------------------------------
     # Only jit: Flax's generate() op by op re-traces its jitted helpers at every step.
     # Protocol 2: exactly new_tokens tokens (before, padding after the end-of-text id); the
