@@ -7,7 +7,8 @@ was before 2026-11-30 (its dozen operations dispatched one by one) beside it.
 
 Prints each pipeline's median time per batch over the epochs' batches, in ms. On an H200
 (2026-11-30, dlbench's records): JAX's op-by-op batch waited 7.2 ms of a 10-ms step,
-PyTorch's 0.7 ms.
+PyTorch's 0.7 ms. On a 2-core Xeon (2026-11-30, --threads 2): PyTorch 1.1-1.3 ms;
+TensorFlow 4.2 op by op, 3.4 as one tf.function; JAX 4.0-4.5 op by op, 0.43-0.46 jitted.
 """
 
 import argparse
