@@ -149,4 +149,3 @@ def test_every_shipped_config_expands_to_the_full_product(path, tmp_path):
                          section["models"], settings["devices"], *sizes,
                          scenarios.optimizations_for(section, f))]
     assert expand_cells(settings) == expected
-

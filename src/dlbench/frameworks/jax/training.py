@@ -213,7 +213,8 @@ class JaxTraining:
                 offsets = rng.integers(0, 2 * PAD + 1, size=(batch, 2))
                 flips = (rng.random(batch) < 0.5) & manifest["flip"]
                 # Ready when handed over: augmenting is the pipeline's time (its input
-                # wait), as in the others' memory pipelines.
+                # wait), as in the others' memory pipelines on the CPU (on a GPU theirs
+                # hand over a batch once queued).
                 yield make(order[start:start + batch], offsets, flips)
 
         return epoch
