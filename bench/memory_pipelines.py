@@ -13,6 +13,7 @@ TensorFlow 4.2 op by op, 3.4 as one tf.function; JAX 4.0-4.5 op by op, 0.43-0.46
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -27,10 +28,12 @@ from dlbench.frameworks import load_backend, load_ops
 
 backend = load_backend({framework!r}, {device!r}, {threads}, 1)
 ops = load_ops(backend, "training")
-epoch = ops.pipeline(read_manifest({manifest!r}), parse("memory"), 64, 0)
+manifest = read_manifest({manifest!r})
 if {old!r}:
     from bench_old_jax import op_by_op
-    epoch = op_by_op(ops, read_manifest({manifest!r}), 64, 0)
+    epoch = op_by_op(ops, manifest, 64, 0)
+else:
+    epoch = ops.pipeline(manifest, parse("memory"), 64, 0)
 times = []
 for e in range({epochs}):
     start = time.perf_counter()
@@ -94,8 +97,9 @@ def main() -> None:
                                    manifest=str(manifest))
             done = subprocess.run([sys.executable, "-c", code], capture_output=True,
                                   text=True, cwd=tmp,
-                                  env={**__import__("os").environ,
-                                       "PYTHONPATH": tmp + ":" + str(Path.cwd() / "src")})
+                                  env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                                      filter(None, [tmp, str(Path.cwd() / "src"),
+                                                    os.environ.get("PYTHONPATH")]))})
             if done.returncode:
                 sys.exit(f"{name}: {done.stderr[-2000:]}")
             found = json.loads(done.stdout.strip().splitlines()[-1])

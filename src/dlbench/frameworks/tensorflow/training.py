@@ -242,7 +242,7 @@ class TensorFlowTraining:
         @tf.function(input_signature=[tf.TensorSpec([batch], tf.int64),
                                       tf.TensorSpec([batch, 2], tf.int64),
                                       tf.TensorSpec([batch], tf.bool)])
-        def make(index, offsets, flips):
+        def gather_augment(index, offsets, flips):
             steps = tf.range(side, dtype=tf.int64)
             x = tf.pad(tf.gather(data, index), [[0, 0], [PAD, PAD], [PAD, PAD], [0, 0]])
             x = tf.gather(x, offsets[:, :1] + steps, axis=1, batch_dims=1)
@@ -250,20 +250,21 @@ class TensorFlowTraining:
             x = tf.where(flips[:, None, None, None], tf.reverse(x, [2]), x)
             return (tf.cast(x, tf.float32) - mean) / std, tf.gather(targets, index)
 
-        def made(index, offsets, flips):
+        def make(index, offsets, flips):
             with tf.device(self.backend.device_name):
-                x, y = make(index, offsets, flips)
+                x, y = gather_augment(index, offsets, flips)
                 return self._layout(x), y
 
-        self._batch_function = make  # its traces, for tests
-        made(np.arange(batch), np.zeros((batch, 2), np.int64), np.zeros(batch, bool))  # traced
+        self._batch_function = gather_augment  # its traces, for tests
+        # Traced with the pipeline, not in the first step's input wait.
+        make(np.arange(batch), np.zeros((batch, 2), np.int64), np.zeros(batch, bool))
 
         def epoch(_: int) -> Iterator:
             order = rng.permutation(n)
             for start in range(0, n - batch + 1, batch):
                 offsets = rng.integers(0, 2 * PAD + 1, size=(batch, 2))
                 flips = (rng.random(batch) < 0.5) & manifest["flip"]
-                yield made(order[start:start + batch], offsets, flips)
+                yield make(order[start:start + batch], offsets, flips)
 
         return epoch
 
