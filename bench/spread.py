@@ -14,7 +14,13 @@ does), and the median IQR within a process. The ways:
 - long-warmup: 20 warm-up calls instead of 2 (the first seconds of a process: page faults,
   the clock ramping up, caches);
 - pinned: OpenMP's threads bound to cores (OMP_PROC_BIND=true, OMP_PLACES=cores);
-- one-arena: glibc's allocator with one arena (MALLOC_ARENA_MAX=1: memory placement).
+- one-arena: glibc's allocator with one arena (MALLOC_ARENA_MAX=1: memory placement);
+- huge-pages: large allocations on transparent huge pages where the kernel leaves it to
+  the process (`madvise`): PyTorch's CPU allocator (THP_MEM_ALLOC_ENABLE=1) and glibc's
+  malloc (GLIBC_TUNABLES=glibc.malloc.hugetlb=1) ask for them (fewer page faults and TLB
+  misses; where THP is `always` or `never` this changes little);
+- no-aslr: the process's addresses not randomized (`setarch -R`): every process lays out
+  its memory alike, so that a spread from where its buffers land in the caches narrows.
 
 Run it on an idle machine; it reports, it does not decide.
 """
@@ -36,20 +42,24 @@ from dlbench.analysis.rounds import _polish  # noqa: E402
 
 CELL = ["--framework=pytorch", "--model=bert-base-uncased", "--device=cpu", "--batch=1",
         "--seqlen=16", "--optimization=eager"]
+# Per way: its `dlbench run` options, its environment, the command it runs under.
 WAYS = {
-    "baseline": ([], {}),
-    "no-sampling": (["--sample-hz=0"], {}),
-    "long-warmup": (["--warmup-iterations=20"], {}),
-    "pinned": ([], {"OMP_PROC_BIND": "true", "OMP_PLACES": "cores"}),
-    "one-arena": ([], {"MALLOC_ARENA_MAX": "1"}),
+    "baseline": ([], {}, []),
+    "no-sampling": (["--sample-hz=0"], {}, []),
+    "long-warmup": (["--warmup-iterations=20"], {}, []),
+    "pinned": ([], {"OMP_PROC_BIND": "true", "OMP_PLACES": "cores"}, []),
+    "one-arena": ([], {"MALLOC_ARENA_MAX": "1"}, []),
+    "huge-pages": ([], {"THP_MEM_ALLOC_ENABLE": "1",
+                        "GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}, []),
+    "no-aslr": ([], {}, ["setarch", os.uname().machine, "-R"]),
 }
 
 
 def measure(way: str, loop_s: float) -> dict:
-    args, env = WAYS[way]
+    args, env, under = WAYS[way]
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "runs" / "cell.json"
-        subprocess.run([sys.executable, "-m", "dlbench", "run", *CELL,
+        subprocess.run([*under, sys.executable, "-m", "dlbench", "run", *CELL,
                         f"--min-duration-s={loop_s}", "--min-iterations=6", "--target-ci=0",
                         *args, f"--out={out}"], check=True, capture_output=True,
                        env={**os.environ, **env})
