@@ -7,7 +7,8 @@ machine's drift falls on every way alike), each way changing one likely cause.
 Per way: the median of its processes' medians, the spread of their logs (the standard
 deviation, raw), the same with the machine's drift taken out (each turn's level, from all
 the ways measured in it: the residuals of a median polish, as dlbench.analysis.rounds
-does), and the median IQR within a process. The ways:
+does), and the median IQR within a process (with two ways the drift-out figures are equal by
+construction: compare three or more). The ways:
 
 - baseline: `dlbench run` as the workflow runs a cell (its default settings);
 - no-sampling: the supervisor does not sample the cell (--sample-hz 0);
@@ -89,6 +90,9 @@ def main() -> None:
         corrected = math.sqrt(float((residuals[row] ** 2).sum()) / (args.processes - 1))
         print(f"{way:14}{statistics.median(medians[way]):>10.2f}{raw:>9.3f}"
               f"{corrected:>10.3f}{statistics.median(iqrs[way]):>11.3f}")
+    if len(args.ways) == 2:  # each turn's level is then the two ways' midpoint
+        print("(two ways: their residuals are equal and opposite, so 'drift out' cannot tell "
+              "them apart; compare sd(log), or add a third way)")
 
 
 if __name__ == "__main__":
