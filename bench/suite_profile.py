@@ -1,5 +1,6 @@
 """Where the test suite's time goes: per test, its wall and CPU time (its own and its child
-processes', as the OS accounts them when they are waited for), on which worker, when.
+processes', as the OS accounts them when they are waited for), on which worker, when, and
+how much of the machine's CPUs stood idle meanwhile.
 
     DLBENCH_SUITE_PROFILE=/tmp/suite.jsonl PYTHONPATH=bench \\
         .venv/bin/python -m pytest -p suite_profile -ra -n 2 --dist loadscope
@@ -8,7 +9,9 @@ processes', as the OS accounts them when they are waited for), on which worker, 
 The first command is the README's test command with this file loaded as a pytest plugin;
 each worker appends one line per test. The second prints the modules by CPU time, the
 slowest tests, and each worker's busy time and end: whether the suite is bound by its CPU
-time (both workers busy to the end) or by how the tests are spread (one idle early).
+time (both workers busy to the end) or by how the tests are spread (one idle early); and
+where the CPUs stood idle (the machine's idle time, /proc/stat, read at every test's start
+and end: the share of the suite, and the windows with the most, with what ran in each).
 Daemons a test leaves running (the SLURM test's) are not counted; a fixture's cost lands
 on the test that first needs it.
 """
@@ -20,7 +23,16 @@ import os
 import resource
 import time
 
-_started: dict[str, tuple[float, float]] = {}
+_started: dict[str, tuple[float, float, float]] = {}
+_controller = False  # pytest-xdist's controlling process: it reports the workers' tests
+WINDOW_S = 20  # the idle windows of the summary
+
+
+def _idle_s() -> float:
+    """The machine's idle CPU time since boot, every CPU's (idle and waiting for I/O)."""
+    with open("/proc/stat") as stat:
+        fields = stat.readline().split()  # cpu user nice system idle iowait …
+    return (int(fields[4]) + int(fields[5])) / os.sysconf("SC_CLK_TCK")
 
 
 def _cpu_s() -> float:
@@ -31,18 +43,26 @@ def _cpu_s() -> float:
 
 # -- the plugin (pytest's hooks, in each worker) --------------------------------------------
 
+def pytest_configure(config):
+    global _controller
+    _controller = ("PYTEST_XDIST_WORKER" not in os.environ
+                   and getattr(config.option, "numprocesses", None) not in (None, 0))
+
+
 def pytest_runtest_logstart(nodeid, location):
-    _started[nodeid] = (time.time(), _cpu_s())
+    _started[nodeid] = (time.time(), _cpu_s(), _idle_s())
 
 
 def pytest_runtest_logfinish(nodeid, location):
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-    if nodeid not in _started or "DLBENCH_SUITE_PROFILE" not in os.environ:
+    if _controller or nodeid not in _started or "DLBENCH_SUITE_PROFILE" not in os.environ:
         return
-    start, cpu = _started.pop(nodeid)
+    start, cpu, idle = _started.pop(nodeid)
     with open(os.environ["DLBENCH_SUITE_PROFILE"], "a") as out:
         out.write(json.dumps({"worker": worker, "test": nodeid, "start": start,
-                              "end": time.time(), "cpu_s": _cpu_s() - cpu}) + "\n")
+                              "end": time.time(), "cpu_s": _cpu_s() - cpu,
+                              "idle_start_s": idle, "idle_end_s": _idle_s(),
+                              "cpus": os.cpu_count()}) + "\n")
 
 
 # -- the summary ------------------------------------------------------------------------------
@@ -72,6 +92,29 @@ def main() -> None:
         print(f"  {worker}: {sum(r['end'] - r['start'] for r in mine):.0f}, "
               f"{sum(r['cpu_s'] for r in mine):.0f}, "
               f"{max(r['end'] for r in mine) - origin:.0f}")
+    idle(rows, origin)
+
+
+def idle(rows: list[dict], origin: float) -> None:
+    """The machine's idle share over the suite and per window, from the idle counter read
+    at every test's start and end (on either worker)."""
+    import numpy as np
+
+    if "idle_start_s" not in rows[0]:
+        return  # a profile written before the counter was recorded
+    stamps = sorted({(r[t], r[f"idle_{t}_s"]) for r in rows for t in ("start", "end")})
+    times, counter = np.array(stamps).T
+    cpus, span = rows[0]["cpus"], times[-1] - times[0]
+    total = counter[-1] - counter[0]
+    print(f"idle: {total:.0f} of {cpus * span:.0f} CPU-seconds while tests ran "
+          f"({total / (cpus * span):.1%}); the windows of {WINDOW_S} s with the most:")
+    edges = np.arange(times[0], times[-1], WINDOW_S)
+    shares = np.diff(np.interp(np.append(edges, times[-1]), times, counter)) / (
+        cpus * np.diff(np.append(edges, times[-1])))
+    for k in np.argsort(-shares)[:8]:
+        middle = edges[k] + WINDOW_S / 2
+        running = [r["test"] for r in rows if r["start"] <= middle <= r["end"]]
+        print(f"  {edges[k] - origin:6.0f} s {shares[k]:5.0%}  {' | '.join(running) or '-'}")
 
 
 if __name__ == "__main__":
