@@ -449,9 +449,10 @@ def test_a_memory_pipeline_crops_and_flips_each_batch_in_one_compiled_function(t
     TensorFlow draw them from one numpy generator, in the same order), by one program
     traced when the pipeline is made, not in the first batch's wait, and not again for a
     last, partial batch (dropped: 64 images, 5 batches of 12)."""
+    batch = 12  # the tiny set's 64 images: 5 whole batches and a partial one
     found = run_script(MEMORY_BATCHES.format(manifest=str(tiny_data / "manifest.json"),
-                                             batch=12, framework=framework))
-    assert found["batches"] == 64 // 12 and found["flips"]
+                                             batch=batch, framework=framework))
+    assert found["batches"] == 64 // batch and found["flips"]
     assert found["worst"] < 1e-5
     assert found["programs"] == [1, 1]
 

@@ -230,9 +230,9 @@ class TensorFlowTraining:
 
     def _memory_pipeline(self, manifest: dict, batch: int, seed: int, mean, std):
         """The decoded training set as one array on the device; each epoch a permutation,
-        and each batch gathered and augmented as a whole by one tf.function (on 2 cores 3.4
-        ms a batch of 64, bench/memory_pipelines.py; its half-dozen operations one by one
-        had taken 4.2 ms, 2026-11-30)."""
+        and each batch gathered and augmented as a whole by one tf.function, faster than
+        its half-dozen operations one by one (bench/memory_pipelines.py; the figures:
+        docs/measurements.md)."""
         images, labels = decode(manifest, "train")
         rng = np.random.default_rng(seed)
         n, side = len(labels), images.shape[1]
