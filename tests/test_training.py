@@ -334,6 +334,7 @@ def test_the_evaluation_compiles_before_the_timed_steps(tmp_path, small_data):
     compiled = re.findall(r"Finished XLA compilation of jit\((\w+)\)", log[0])
     assert "apply" in compiled and "_gradients_fn" in compiled, compiled
     assert compiled.index("apply") < compiled.index("_gradients_fn"), compiled
+    assert compiled.count("apply") == 1, compiled  # and not again between epochs
 
 
 @pytest.fixture(scope="module")
