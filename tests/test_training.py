@@ -270,8 +270,14 @@ def small_data(tmp_path_factory):
 
 
 def run_training(tmp_path, data, framework, pipeline, optimization, *extra,
-                 model: str = "cnn", log: list | None = None, **env: str) -> dict:
-    """The cell's record; its standard error appended to `log` if one is given."""
+                 model: str = "cnn") -> dict:
+    return training_cell(tmp_path, data, framework, pipeline, optimization, *extra,
+                         model=model)[0]
+
+
+def training_cell(tmp_path, data, framework, pipeline, optimization, *extra,
+                  model: str = "cnn", **env: str) -> tuple[dict, str]:
+    """The cell's record and its standard error, `env` added to its environment."""
     out = tmp_path / f"{framework}_{pipeline}_{optimization}.json"
     done = subprocess.run(
         [sys.executable, "-m", "dlbench", "run", "--scenario=training",
@@ -280,11 +286,9 @@ def run_training(tmp_path, data, framework, pipeline, optimization, *extra,
          f"--optimization={optimization}", "--epochs=2", f"--data={data}", *FAST, *extra,
          f"--out={out}"], capture_output=True, text=True, timeout=600, env=tool_env(**env))
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
-    if log is not None:
-        log.append(done.stderr)
     record = result.read(out)
     assert record["status"] == "ok", record["reason"]
-    return record
+    return record, done.stderr
 
 
 @pytest.mark.slow
@@ -325,13 +329,12 @@ def test_pipelines_and_recipes_train_and_record(tmp_path, small_data, framework,
 def test_the_evaluation_compiles_before_the_timed_steps(tmp_path, small_data):
     """JAX compiles the evaluation (the model's `apply` under jit) at its first call: made
     before the timed steps, and not after the first epoch, inside their window, which the
-    supervisor's samples cover (on an H200 that compilation took 7.0 s beside 0.41 s of
-    steps, and the GPU's utilization over the window read 1.6%). JAX logs each compilation
-    as it finishes (JAX_LOG_COMPILES): the evaluation's comes before the step's gradients'."""
-    log: list[str] = []
-    run_training(tmp_path, small_data, "jax", "memory", "jit", "--no-ablation", log=log,
-                 JAX_LOG_COMPILES="1")
-    compiled = re.findall(r"Finished XLA compilation of jit\((\w+)\)", log[0])
+    supervisor's samples cover (what an H200 showed: docs/what-has-run-where.md). JAX logs
+    each compilation as it finishes (JAX_LOG_COMPILES): the evaluation's comes before the
+    step's gradients', and once."""
+    _, log = training_cell(tmp_path, small_data, "jax", "memory", "jit", "--no-ablation",
+                           JAX_LOG_COMPILES="1")
+    compiled = re.findall(r"Finished XLA compilation of jit\((\w+)\)", log)
     assert "apply" in compiled and "_gradients_fn" in compiled, compiled
     assert compiled.index("apply") < compiled.index("_gradients_fn"), compiled
     assert compiled.count("apply") == 1, compiled  # and not again between epochs

@@ -219,8 +219,8 @@ class Training(OptimizerSettings, Scenario):
                                     test_labels)
             # Its first call compiles the evaluation (JAX's jit; cuDNN's autotuner at its
             # batch): here, and not after the first epoch, inside the window of the timed
-            # steps that the supervisor's samples cover (on an H200, JAX's took 7.0 s beside
-            # 0.41 s of steps, and the GPU's utilization read 1.6%).
+            # steps that the supervisor's samples cover (on an H200 it dwarfed the steps:
+            # docs/what-has-run-where.md).
             evaluation.logits()
             clock.mark("model_ready_s")
             run = train(settings["epochs"], batches, step, backend.synchronize, ops.mean_loss,
