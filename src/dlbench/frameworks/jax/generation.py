@@ -40,7 +40,7 @@ from transformers.models.gpt2 import modeling_flax_gpt2
 
 from dlbench.catalogue.models import ModelSpec
 from dlbench.catalogue.recipes import Optimization
-from dlbench.frameworks.jax.inference import _DTYPES, Model, _load_pytorch_weights
+from dlbench.frameworks.jax.inference import _DTYPES, Model, _load_pytorch_weights, random_params
 from dlbench.measure.decoder import HEAD_ON_LAST_POSITION, Decoder
 
 # The causal-LM class of each decoder family (its head tied to the word embeddings).
@@ -101,8 +101,8 @@ class JaxGeneration:
             self._layer_class = modeling_flax_gpt2.FlaxConv1D
             modeling_flax_gpt2.FlaxConv1D = _KernelInPlace
         flax_model = getattr(transformers, LM_CLASSES[spec.family])(
-            config, seed=seed, dtype=dtype, _do_init=weights is None)
-        params = (flax_model.params if weights is None
+            config, seed=seed, dtype=dtype, _do_init=False)
+        params = (random_params(flax_model) if weights is None
                   else _load_pytorch_weights(flax_model, Path(weights)))
         if dtype != jnp.float32:  # cast once (as Flax's to_bf16), not by the modules every call
             params = jax.tree.map(lambda w: w.astype(dtype), params)
