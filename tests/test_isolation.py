@@ -60,23 +60,34 @@ print(made, os.path.isdir(during), os.environ.get("TORCHINDUCTOR_CACHE_DIR") == 
 
 
 @pytest.mark.slow  # a framework process or more each: 11-21 s, the full suite's
-def test_inductors_instruction_set_probe_is_made_once_per_machine():
-    """The probe of the vector instruction sets (a program compiled per set, 7-10 s on 2
-    cores) goes to a folder kept in the temporary folder, not to a compile cell's fresh
-    cache: the cell's cache holds only its own kernels, and a second process finds the
-    probe's programs and compiles none of them again. (The machine's folder, as the suite's
-    other compile cells use it: a private one cost this test 16 s more.)"""
+def test_inductors_machine_work_is_made_once_per_machine():
+    """What Inductor makes once per machine and keeps in its default cache goes to folders
+    kept in the temporary folder, not to a compile cell's fresh cache nor to its process's
+    own temporary folder: the probe of the vector instruction sets (a program compiled per
+    set, 7-10 s on 2 cores) and the precompiled header of its C++ kernels (4.8 s). The
+    cell's cache holds only its own kernels, and a second process finds both and compiles
+    neither again. (The machine's folders, as the suite's other compile cells use them: a
+    private one cost this test 16 s more.)"""
     code = """
-import json, os, torch
+import json, os
 from pathlib import Path
-from dlbench.frameworks.pytorch.backend import InductorCaches, isa_probe_folder
+from dlbench.files import scratch
+process_folder = scratch.private()
+scratch.use(process_folder)  # as a measuring process's (dlbench.run.supervisor)
+import torch
+from dlbench.frameworks.pytorch.backend import (InductorCaches, isa_probe_folder,
+                                                precompiled_header_folder)
 caches = InductorCaches()
 caches.fresh()
 torch.compile(torch.nn.ReLU())(-torch.ones(4))  # compiles a kernel into the cell's cache
-probes = {p.name: p.stat().st_mtime_ns for p in isa_probe_folder().rglob("*.so")}
-own = {p.name for p in Path(os.environ["TORCHINDUCTOR_CACHE_DIR"]).rglob("*.so")}
+def built(folder, pattern):
+    return {p.name: p.stat().st_mtime_ns for p in folder.rglob(pattern)}
+own = Path(os.environ["TORCHINDUCTOR_CACHE_DIR"])
+print(json.dumps({"probes": built(isa_probe_folder(), "*.so"), "own": sorted(built(own, "*.so")),
+                  "headers": built(precompiled_header_folder(), "*.gch"),
+                  "own_headers": sorted(built(own, "*.gch") | built(process_folder, "*.gch"))}))
 caches.release()
-print(json.dumps({"probes": probes, "own": sorted(own)}))
+scratch.remove(process_folder)
 """
     runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            timeout=300, env=tool_env()) for _ in range(2)]
@@ -84,10 +95,13 @@ print(json.dumps({"probes": probes, "own": sorted(own)}))
         assert run.returncode == 0, run.stderr[-3000:]
     first, second = (json.loads(run.stdout.strip().splitlines()[-1]) for run in runs)
     assert first["probes"]  # AVX2 at least, on any x86 machine this runs on
-    assert second["probes"] == first["probes"]  # the same programs, not compiled again
+    assert first["headers"]  # the kernels' header, for this compiler and its flags
+    # The same programs and headers, not compiled again.
+    assert (second["probes"], second["headers"]) == (first["probes"], first["headers"])
     for run in (first, second):
         assert run["own"]  # the cell compiled its kernel …
-        assert not set(run["own"]) & set(run["probes"])  # … and no probe of its own
+        assert not set(run["own"]) & set(run["probes"])  # … and no probe of its own …
+        assert not run["own_headers"]  # … nor a header, in its process's folder either
 
 
 def test_dlbench_never_flips_the_umask():
