@@ -1025,3 +1025,27 @@ def test_a_figure_in_words():
                              "legend: PyTorch eager. bert, batch 2; x: sequence length "
                              "(tokens) [0.0, 0.2, 0.4, 0.6, 0.8, 1.0].")
     plt.close(fig)
+
+
+def test_the_reports_process_reads_the_scenarios_that_the_derived_summary_has(tmp_path):
+    """The report composes its sections from two columns of the summary
+    (analysis.present.scenarios_in), not from the derived summary: the same scenarios, the
+    cells that aggregation left out not counted, a cell without one in inference."""
+    from dlbench.analysis.present import scenarios_in
+    from dlbench.records import origin
+
+    rows = pd.DataFrame([
+        cell("pytorch", "eager", 10.0) | {"scenario": None, origin.LEFT_OUT: False},
+        cell("pytorch", "eager", 1.0) | {"scenario": "zeta", "cell_id": "z",
+                                         origin.LEFT_OUT: False},
+        cell("pytorch", "eager", 1.0) | {"scenario": "training", "cell_id": "t",
+                                         origin.LEFT_OUT: True},
+        cell("pytorch", "eager", 1.0) | {"scenario": "generation", "cell_id": "g",
+                                         origin.LEFT_OUT: None},
+    ])
+    path = tmp_path / "summary.parquet"
+    rows.to_parquet(path)
+    assert scenarios_in(path) == scenarios(load(path)) == ["inference", "generation", "zeta"]
+    # A summary from before scenarios and origins: its cells are inference's.
+    rows.drop(columns=["scenario", origin.LEFT_OUT]).to_parquet(path)
+    assert scenarios_in(path) == scenarios(load(path)) == ["inference"]

@@ -9,12 +9,11 @@ import pandas as pd
 
 from dlbench import scenarios as registry
 from dlbench.analysis import memory
+from dlbench.analysis.present import kept, ordered, scenario_of
 from dlbench.catalogue.recipes import recorded_precision
 from dlbench.measure.stats import relative_half_width
 from dlbench.records import origin
 
-# Summaries written before scenarios existed hold inference cells only.
-DEFAULT_SCENARIO = "inference"
 # An optimization's speed-up is over the eager cell with these same values and the same
 # sizes (the scenario's axes).
 BASELINE_KEYS = ["scenario", "framework", "model", "device"]
@@ -58,20 +57,14 @@ def derive(summary: pd.DataFrame) -> pd.DataFrame:
     out of the comparisons (dlbench.records.origin; `report.mix_foreign`) are not in it: no answer,
     ratio, table or plot compares them (status.from_elsewhere lists them).
     """
-    frame = memory.without_borrowed_memory(summary)
-    if origin.LEFT_OUT in frame:
-        frame = frame[~frame[origin.LEFT_OUT].astype("boolean").fillna(False)]
-        frame = frame.reset_index(drop=True)
+    frame = kept(memory.without_borrowed_memory(summary))
     for column in _NUMBERS:
         if column not in frame:
             frame[column] = np.nan
     for column in _OTHERS:
         if column not in frame:
             frame[column] = pd.NA
-    if "scenario" not in frame:
-        frame["scenario"] = DEFAULT_SCENARIO
-    frame["scenario"] = frame["scenario"].astype(object).where(frame["scenario"].notna(),
-                                                               DEFAULT_SCENARIO)
+    frame["scenario"] = scenario_of(frame)
     frame["precision"] = [recorded_precision(s, o, p) for s, o, p in zip(
         frame["scenario"], frame["optimization"],
         frame.get("optimization_precision", frame["optimization"]), strict=True)]
@@ -251,8 +244,7 @@ def is_measurement(column: str) -> bool:
 
 def scenarios(frame: pd.DataFrame) -> list[str]:
     """The scenarios present: the registered ones in their order, then the others sorted."""
-    present, known = set(frame["scenario"]), list(registry.scenarios())
-    return [s for s in known if s in present] + sorted(present - set(known))
+    return ordered(frame["scenario"])
 
 
 def of_scenario(frame: pd.DataFrame, scenario: str) -> pd.DataFrame:

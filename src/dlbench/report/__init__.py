@@ -84,9 +84,9 @@ def render(notebook: Path, summary: Path, executed: Path, html: Path,
     """The report of `summary` as `html`, from the head `notebook` and its sections, with
     the machine's GEMM `peaks` (`dlbench peak`'s files); the executed notebook (its input
     beside it, *.input.ipynb) is kept as `executed`."""
-    from dlbench.analysis.summary import load, scenarios
+    from dlbench.analysis.present import scenarios_in
 
-    execute(compose(notebook, scenarios(load(summary))),
+    execute(compose(notebook, scenarios_in(summary)),
             {"summary": str(summary), "peaks": [str(p) for p in peaks]}, executed, html)
 
 
