@@ -60,14 +60,15 @@ print(made, os.path.isdir(during), os.environ.get("TORCHINDUCTOR_CACHE_DIR") == 
 
 
 @pytest.mark.slow  # a framework process or more each: 11-21 s, the full suite's
-def test_inductors_machine_work_is_made_once_per_machine():
+def test_inductors_machine_work_is_made_once_per_machine(tmp_path):
     """What Inductor makes once per machine and keeps in its default cache goes to folders
     kept in the temporary folder, not to a compile cell's fresh cache nor to its process's
     own temporary folder: the probe of the vector instruction sets (a program compiled per
-    set, 7-10 s on 2 cores) and the precompiled header of its C++ kernels (4.8 s). The
+    set, 7-10 s on 2 cores) and the precompiled header of its C++ kernels (about 5 s). The
     cell's cache holds only its own kernels, and a second process finds both and compiles
-    neither again. (The machine's folders, as the suite's other compile cells use them: a
-    private one cost this test 16 s more.)"""
+    neither again. (The probe in the machine's folder, as the suite's other compile cells
+    use it: a private one cost this test 16 s more; the header in the test's own, empty at
+    first, which no other test's compilation adds to meanwhile.)"""
     code = """
 import json, os
 from pathlib import Path
@@ -75,33 +76,39 @@ from dlbench.files import scratch
 process_folder = scratch.private()
 scratch.use(process_folder)  # as a measuring process's (dlbench.run.supervisor)
 import torch
-from dlbench.frameworks.pytorch.backend import (InductorCaches, isa_probe_folder,
-                                                precompiled_header_folder)
-caches = InductorCaches()
-caches.fresh()
-torch.compile(torch.nn.ReLU())(-torch.ones(4))  # compiles a kernel into the cell's cache
+from dlbench.frameworks.pytorch import backend
+machines = backend.precompiled_header_folder()
+headers = Path(os.environ["TEST_HEADERS"])
+backend.precompiled_header_folder = lambda: headers
 def built(folder, pattern):
     return {p.name: p.stat().st_mtime_ns for p in folder.rglob(pattern)}
+caches = backend.InductorCaches()
+caches.fresh()
+torch.compile(torch.nn.ReLU())(-torch.ones(4))  # compiles a kernel into the cell's cache
 own = Path(os.environ["TORCHINDUCTOR_CACHE_DIR"])
-print(json.dumps({"probes": built(isa_probe_folder(), "*.so"), "own": sorted(built(own, "*.so")),
-                  "headers": built(precompiled_header_folder(), "*.gch"),
-                  "own_headers": sorted(built(own, "*.gch") | built(process_folder, "*.gch"))}))
+print(json.dumps({"probes": built(backend.isa_probe_folder(), "*.so"),
+                  "own": sorted(built(own, "*.so")),
+                  "headers": built(headers, "*.gch"),
+                  "own_headers": sorted(built(own, "*.gch") | built(process_folder, "*.gch")),
+                  "machines": str(machines), "process": str(process_folder)}))
 caches.release()
 scratch.remove(process_folder)
 """
+    env = tool_env(TEST_HEADERS=str(tmp_path / "headers"))
     runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                           timeout=300, env=tool_env()) for _ in range(2)]
+                           timeout=300, env=env) for _ in range(2)]
     for run in runs:
         assert run.returncode == 0, run.stderr[-3000:]
     first, second = (json.loads(run.stdout.strip().splitlines()[-1]) for run in runs)
     assert first["probes"]  # AVX2 at least, on any x86 machine this runs on
     assert first["headers"]  # the kernels' header, for this compiler and its flags
-    # The same programs and headers, not compiled again.
+    # The same programs and header, not compiled again.
     assert (second["probes"], second["headers"]) == (first["probes"], first["headers"])
     for run in (first, second):
         assert run["own"]  # the cell compiled its kernel …
         assert not set(run["own"]) & set(run["probes"])  # … and no probe of its own …
         assert not run["own_headers"]  # … nor a header, in its process's folder either
+        assert not run["machines"].startswith(run["process"])  # the machine's folder
 
 
 def test_dlbench_never_flips_the_umask():

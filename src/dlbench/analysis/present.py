@@ -1,7 +1,7 @@
 """Which scenarios a summary holds, from two of its columns: what the report's process needs
 to compose the notebook's sections. The notebook's kernel derives the whole summary
 (dlbench.analysis.summary); deriving it in the report's process as well cost that process
-1 s of CPU on 2 cores (SciPy's statistics among its imports), in every report."""
+1.2 s of CPU on 2 cores (SciPy's statistics among its imports), in every report."""
 
 from collections.abc import Iterable
 from pathlib import Path

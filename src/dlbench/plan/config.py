@@ -21,10 +21,10 @@ import yaml
 
 from dlbench import SCHEMA_DIR, scenarios
 from dlbench.catalogue.axes import DEVICES, FRAMEWORKS
+from dlbench.scenarios.cell import DEFAULT_SCENARIO
 
 SCHEMA_PATH = SCHEMA_DIR / "config.schema.yaml"
 FLAT_SCENARIO_KEY = "scenario"
-DEFAULT_SCENARIO = "inference"
 
 
 class ConfigError(ValueError):

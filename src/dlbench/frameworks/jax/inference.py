@@ -152,9 +152,10 @@ def _equations(jaxpr):
 
 def random_params(flax_model) -> dict:
     """The parameters that the Flax class draws from its seed with `_do_init=True`, drawn
-    by one compiled program (the class's own initialization runs the model op by op: 2.5 s
-    more CPU for tiny-bert on a 2-core AMD EPYC). The same draws, to within one float32
-    rounding: the program fuses their scaling (tests/test_jax_random_weights.py)."""
+    by one compiled program: the class's own initialization runs the model op by op, 1.5-2.4
+    s of CPU more in a tiny-bert cell on a 2-core AMD EPYC (docs/measurements.md). The same
+    draws, to within one float32 rounding: the program fuses their scaling
+    (tests/test_jax_random_weights.py)."""
     init = jax.jit(flax_model.init_weights, static_argnums=1)
     return init(flax_model.key, flax_model.input_shape)
 

@@ -211,16 +211,22 @@ def precompiled_header_folder() -> Path:
 
 
 def _keep_precompiled_headers() -> None:
-    """Inductor precompiles the header that its C++ kernels for the CPU include (4.8 s of
-    g++ on 2 cores, 2026-12-01), once per machine, compiler and flags: it keeps them in its
-    default cache, "global, rather than ignored by fresh_cache" (torch/_inductor/codecache.py),
-    which a user's later compilations find. In a cell that folder was the process's own
-    temporary one, removed with it, so every compiled cell paid them again. Now they go to
-    a folder kept in the shared temporary folder (files named by the compiler, its flags
-    and the preprocessed header; written under Inductor's own locks)."""
+    """Inductor precompiles the header that its C++ kernels for the CPU include (4.7-5.4 s
+    of g++ on 2 cores, 2026-12-01), once per machine, compiler and flags, and keeps it in
+    its default cache, "global, rather than ignored by fresh_cache"
+    (torch/_inductor/codecache.py): a user's later compilations find it. In a cell that
+    folder was the process's own temporary one, removed with it, so every compiled cell
+    built the header again. Now it goes to a folder kept in the shared temporary folder
+    (files named by the compiler, its flags and the preprocessed header; written under
+    Inductor's locks), for the process's later cells too. Where that folder cannot be
+    written, the cell builds the header in its own, as before."""
     from torch._inductor import codecache
 
     folder = precompiled_header_folder()
+    try:
+        (folder / "locks").mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return
     codecache._HEADER_DIR = str(folder)
     codecache._HEADER_LOCK_DIR = str(folder / "locks")
 
