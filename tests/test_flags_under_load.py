@@ -2,18 +2,19 @@
 three real cells — BERT base in PyTorch at batch 1, lengths 16, 32 and 64, one process as a
 group, the default's 1.5-s loops — measured on the idle machine and beside a real process
 spinning on a core. Idle, a noise flag is rare (at most one of the three); under the load,
-every cell is flagged busy, with the cores the others took in its reason, and the fixed
-workload timed beside each cell (the machine's own noise, dlbench.measure.noise) sees the
-load: each of its products takes longer than idle. (By how much varies from run to run, and
-its spread is no reliable sign of the load: in a slow hour here the idle workload spread by
-7.7% of its median and the loaded one by 6.6%; a product took 0.42 ms idle and 5.6-8.0 ms
-loaded in that run, 0.36 and 0.42 ms in another, which a 1.2× bound failed.) On CI's machine
+every cell is flagged busy, with the cores the others took in its reason, and is slower
+than idle. The fixed workload timed beside each cell (the machine's own noise,
+dlbench.measure.noise) is no reliable sign of the load, neither its time nor its spread: in
+a slow hour here the idle workload spread by 7.7% of its median and the loaded one by 6.6%;
+a product took 0.42 ms idle and 5.6-8.0 ms loaded in that run, 0.36 and 0.42 ms in another,
+and 0.63-0.65 idle against 0.57-0.65 ms loaded in a third (2026-12-01, the suite's run,
+while the cells were 2.2-3.9 times as slow), where a check that it took longer failed: the
+busy flag, from the cores the others took, is what tells the load. On CI's machine
 the idle cells' IQR came out at 15-20% of their median, against a fixed limit of 10% (3 of 3
 flagged unstable; 3-7% here): the limit is now three times the machine's own noise where
 that is higher."""
 
 import json
-import statistics
 import subprocess
 import sys
 
@@ -50,12 +51,6 @@ def _seen(records: list[dict]) -> list[tuple]:
              r["utilization"], r["environment"].get("cpu_model")) for r in records]
 
 
-def _per_product(records: list[dict]) -> float:
-    """The fixed workload's time per product beside the cells (ms, their median)."""
-    return statistics.median(r["machine_noise"]["median_sample_ms"]
-                             / r["machine_noise"]["products_per_sample"] for r in records)
-
-
 def test_flags_are_rare_on_an_idle_machine_and_common_under_load(tmp_path):
     idle = _group(tmp_path, "idle")
     assert sum(_noisy(r) for r in idle) <= 1, _seen(idle)
@@ -67,6 +62,8 @@ def test_flags_are_rare_on_an_idle_machine_and_common_under_load(tmp_path):
         spinner.kill()
         spinner.wait()
     assert all(r["flags"]["busy_machine"] for r in loaded), _seen(loaded)
-    assert _per_product(loaded) > _per_product(idle), (_seen(idle), _seen(loaded))
+    assert [r["cell_id"] for r in loaded] == [r["cell_id"] for r in idle]
+    assert all(busy["timing"]["median_ms"] > quiet["timing"]["median_ms"]
+               for quiet, busy in zip(idle, loaded, strict=True)), (_seen(idle), _seen(loaded))
     assert all(any(reason.startswith("busy machine: other processes kept")
                    for reason in r["flags"]["reasons"]) for r in loaded)
