@@ -1,8 +1,8 @@
-"""JAX's random weights (a cell without a weights file) are drawn by one compiled program
-(dlbench.frameworks.jax.inference.random_params): the draws of the Flax class's own
-initialization for the seed, which runs the model op by op, to within one float32 rounding
-(the compiled program fuses the draws' scaling: about a quarter of the values differ by one
-unit in the last place)."""
+"""JAX's random weights, as a cell without a weights file builds its model, are drawn by one
+compiled program (dlbench.frameworks.jax.inference.random_params): the draws of the Flax
+class's own initialization for the seed, which runs the model op by op, to within one
+float32 rounding (the compiled program fuses the draws' scaling: about a quarter of the
+values differ by one unit in the last place)."""
 
 import subprocess
 import sys
@@ -17,14 +17,18 @@ COMPARE = """
 import numpy as np
 from flax.traverse_util import flatten_dict
 
-from dlbench.frameworks.jax.inference import random_params  # the backend first
-import transformers
+from dlbench.catalogue import recipes
 from dlbench.catalogue.models import get_model
+from dlbench.frameworks import load_backend, load_ops
 
-config = transformers.BertConfig(**get_model("tiny-bert").params)
-own = flatten_dict(transformers.FlaxBertModel(config, seed=3).params)
-drawn = flatten_dict(random_params(transformers.FlaxBertModel(config, seed=3, _do_init=False)))
-other = flatten_dict(random_params(transformers.FlaxBertModel(config, seed=4, _do_init=False)))
+ops = load_ops(load_backend("jax", "cpu", 1, 1), "inference")  # the backend first
+import transformers
+
+spec, eager = get_model("tiny-bert"), recipes.optimization("inference", "eager", "jax")
+own = flatten_dict(transformers.FlaxBertModel(transformers.BertConfig(**spec.params),
+                                              seed=3).params)
+drawn = flatten_dict(ops.build(spec, 3, eager).params)  # as a cell without a weights file
+other = flatten_dict(ops.build(spec, 4, eager).params)
 assert own.keys() == drawn.keys(), own.keys() ^ drawn.keys()
 for key, value in own.items():
     assert value.shape == drawn[key].shape, key
