@@ -79,6 +79,16 @@ def tool_env(slurm: bool = False, **extra: str) -> dict[str, str]:
     return env
 
 
+def one_framework(framework: str, code: str) -> str:
+    """`python -c` code run as dlbench runs a process of one framework (a measuring child,
+    a reference or a peak job): the other frameworks and the libraries none of its cells
+    uses marked absent (frameworks.leave_out_unused_imports), which transformers would
+    otherwise import, scikit-learn and with it JAX: ~2 s of CPU more in every PyTorch or
+    TensorFlow process that builds a model, on 2 cores (2026-12-01)."""
+    return ("from dlbench.catalogue.frameworks import leave_out_unused_imports\n"
+            f"leave_out_unused_imports({framework!r})\n{code}")
+
+
 def pytest_terminal_summary(terminalreporter):
     """How long Snakemake takes to start as the tests start it: seconds more per start, over
     the suite's hundreds of starts, are minutes (see SLURM_CONF above)."""

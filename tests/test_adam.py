@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from dlbench.catalogue.optimizers import OPTIMIZERS
-from tests.conftest import tool_env
+from tests.conftest import one_framework, tool_env
 
 SHAPES, STEPS = ((64,), (16, 8)), 4
 # Constant for two steps, then falling (2/3, 1/3 of the rate): each framework's own way of
@@ -122,7 +122,8 @@ def steps(tmp_path_factory) -> tuple[dict, dict]:
     np.savez(folder / "inputs.npz", **inputs)
     found = {}
     for name, code in (("pytorch", PYTORCH), ("tensorflow", TENSORFLOW), ("jax", JAX)):
-        done = subprocess.run([sys.executable, "-c", code, str(folder / "inputs.npz"),
+        done = subprocess.run([sys.executable, "-c", one_framework(name, code),
+                               str(folder / "inputs.npz"),
                                str(folder / f"{name}.npz")],
                               capture_output=True, text=True, timeout=300, env=tool_env())
         assert done.returncode == 0, done.stderr[-3000:]

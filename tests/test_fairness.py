@@ -14,20 +14,23 @@ import pytest
 from dlbench.catalogue.precisions import PRECISIONS
 from dlbench.catalogue.recipes import optimizations
 from dlbench.scenarios.inference import cell as Cell
-from tests.conftest import tool_env
+from tests.conftest import one_framework, tool_env
 
 
-def run_python(code: str, timeout: int = 600, **env: str) -> subprocess.CompletedProcess:
-    """Run code in a fresh interpreter, which must succeed."""
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=timeout, env=tool_env(**env))
+def run_python(framework: str, code: str, timeout: int = 600,
+               **env: str) -> subprocess.CompletedProcess:
+    """Run code in a fresh interpreter of `framework` alone, which must succeed."""
+    done = subprocess.run([sys.executable, "-c", one_framework(framework, code)],
+                          capture_output=True, text=True, timeout=timeout,
+                          env=tool_env(**env))
     assert done.returncode == 0, done.stderr[-3000:]
     return done
 
 
-def python(code: str, timeout: int = 600, **env: str) -> dict:
-    """Run code in a fresh interpreter; the JSON it prints last."""
-    return json.loads(run_python(code, timeout, **env).stdout.strip().splitlines()[-1])
+def python(framework: str, code: str, timeout: int = 600, **env: str) -> dict:
+    """Run code in a fresh interpreter of `framework` alone; the JSON it prints last."""
+    return json.loads(run_python(framework, code, timeout, **env).stdout.strip()
+                      .splitlines()[-1])
 
 
 # -- the same arithmetic -------------------------------------------------------------------
@@ -70,7 +73,7 @@ def test_float32_is_float32_and_mixed_precision_names_its_float32_ops(framework,
     """fp32 (and bf16/fp16) switch TF32 off, in TensorFlow too (it allows TF32 by default);
     tf32 switches it on. Under bf16 the matrix products compute in bfloat16 and each
     framework keeps its own choice of ops in float32 (run on this CPU in emulation)."""
-    found = python(BACKEND.format(framework=framework))
+    found = python(framework, BACKEND.format(framework=framework))
     assert found["tf32"]["tf32"] is True
     assert found["fp32"]["tf32"] is False and found["bf16"]["tf32"] is False
     assert not any(v in ("tf32", True) for v in found["fp32"]["switches"].values())
@@ -97,7 +100,7 @@ print(json.dumps({{"pool": pool, "recorded": backend.thread_settings()}}))
 
 @pytest.mark.parametrize("threads", [1, 3])
 def test_jax_bounds_its_cpu_pool_to_the_cells_threads(threads):
-    found = python(JAX_THREADS.format(threads=threads))
+    found = python("jax", JAX_THREADS.format(threads=threads))
     assert found == {"pool": threads, "recorded": {"intra_op": threads, "inter_op": 1}}
 
 
@@ -118,7 +121,7 @@ print(json.dumps({"grown": grown, "recorded": backend.memory_growth}))
 
 
 def test_tensorflow_grows_its_gpu_memory_instead_of_reserving_the_card():
-    found = python(MEMORY_GROWTH)
+    found = python("tensorflow", MEMORY_GROWTH)
     assert found == {"grown": {"/physical_device:GPU:0": True}, "recorded": True}
 
 
@@ -188,7 +191,7 @@ def attention_work() -> dict:
     """Per attention setting, the SDPA calls of each recipe (and compile's graphs): both
     settings in one process, which pays torch's and transformers' imports once."""
     every = ("eager", "torchscript", "compile")
-    return python(ATTENTION.format(
+    return python("pytorch", ATTENTION.format(
         settings={"sdpa": MASKED_MODELS, "eager": ["tiny-bert", "tiny-gpt2"]},
         recipes={"sdpa": every, "eager": every + ("eager-sdpa", "torchscript-sdpa")}))
 
@@ -258,7 +261,7 @@ def test_max_autotune_on_the_cpu_tunes_among_its_own_gemm_kernels():
     Every GEMM it tuned had a template among its choices (Inductor's AUTOTUNE lines);
     which choice won is timed, and beside another test it was once the library's each
     time, so which one won is not the check. `compile` tunes nothing and has no template."""
-    done = run_python(KERNELS)  # its stderr holds Inductor's AUTOTUNE lines
+    done = run_python("pytorch", KERNELS)  # its stderr holds Inductor's AUTOTUNE lines
     found = json.loads(done.stdout.strip().splitlines()[-1])
     tuned = re.split(r"^AUTOTUNE ", done.stderr, flags=re.MULTILINE)[1:]
     assert len(tuned) == 2, done.stderr[-3000:]  # the model's two GEMMs
@@ -298,7 +301,7 @@ print(json.dumps(ops.compilation()))
 def test_a_model_that_did_not_compile_to_one_graph_is_counted_and_flagged():
     from dlbench.measure.flags import flags
 
-    stats = python(GRAPH_BREAK)
+    stats = python("pytorch", GRAPH_BREAK)
     assert stats["graph_breaks"] >= 1 and stats["graphs"] >= 2
     assert "print" in " ".join(stats["break_reasons"])
     result = flags(0.01, [], compilation=stats)

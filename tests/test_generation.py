@@ -17,7 +17,7 @@ from dlbench.plan import config
 from dlbench.plan.matrix import expand_cells
 from dlbench.records import result
 from dlbench.scenarios.generation import FIRST_TOKEN, compare_ids
-from tests.conftest import tool_env
+from tests.conftest import one_framework, tool_env
 
 BATCH, PROMPT, NEW = 2, 8, 4
 QUICK = ["--warmup-iterations=1", "--min-duration-s=0.05", "--min-iterations=5"]
@@ -349,7 +349,8 @@ def test_generation_makes_every_new_token_past_the_end_of_text_id(framework, opt
 
     if framework not in frameworks.REGISTERED:
         pytest.skip(f"{framework} is not registered")
-    done = subprocess.run([sys.executable, "-c", PLANTED_END, framework, *optimizations],
+    done = subprocess.run([sys.executable, "-c", one_framework(framework, PLANTED_END),
+                           framework, *optimizations],
                           capture_output=True, text=True, env=tool_env(), timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     found = json.loads(done.stdout.strip().splitlines()[-1])
@@ -408,8 +409,8 @@ def test_jax_generation_copies_no_decoder_weight_in_a_decoding_step():
     transformers or XLA stop doing it, this fails, and config/README.md must change."""
     import json
 
-    done = subprocess.run([sys.executable, "-c", JAX_LOOP_COPIES], capture_output=True,
-                          text=True, env=tool_env(), timeout=600)
+    done = subprocess.run([sys.executable, "-c", one_framework("jax", JAX_LOOP_COPIES)],
+                          capture_output=True, text=True, env=tool_env(), timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     found = json.loads(done.stdout.strip().splitlines()[-1])
     ours, theirs = found["in-place"], found["as-is"]
@@ -454,8 +455,8 @@ def test_jax_bf16_generation_casts_its_weights_once_not_at_every_call():
     weights converts them at every call (what the Flax modules' dtype alone would do)."""
     import json
 
-    done = subprocess.run([sys.executable, "-c", JAX_BF16_WEIGHTS], capture_output=True,
-                          text=True, env=tool_env(), timeout=600)
+    done = subprocess.run([sys.executable, "-c", one_framework("jax", JAX_BF16_WEIGHTS)],
+                          capture_output=True, text=True, env=tool_env(), timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     found = json.loads(done.stdout.strip().splitlines()[-1])
     assert found["dtypes"] == ["bfloat16"]
@@ -500,8 +501,8 @@ def test_tensorflow_xla_pads_the_prompt_so_that_another_length_does_not_retrace(
     generate on the unpadded prompt; without padding it traces again."""
     import json
 
-    done = subprocess.run([sys.executable, "-c", TF_XLA_PADDING], capture_output=True,
-                          text=True, env=tool_env(), timeout=600)
+    done = subprocess.run([sys.executable, "-c", one_framework("tensorflow", TF_XLA_PADDING)],
+                          capture_output=True, text=True, env=tool_env(), timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     found = json.loads(done.stdout.strip().splitlines()[-1])
     padded, unpadded = found["8"], found["None"]
@@ -560,7 +561,8 @@ def test_the_head_computes_the_last_positions_logits_only_as_pytorchs_generate(f
     tokens: 2 positions' logits, not 16 (with transformers' classes unchanged)."""
     import json
 
-    done = subprocess.run([sys.executable, "-c", HEAD_POSITIONS, framework, recipe],
+    done = subprocess.run([sys.executable, "-c", one_framework(framework, HEAD_POSITIONS),
+                           framework, recipe],
                           capture_output=True, text=True, env=tool_env(), timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     found = json.loads(done.stdout.strip().splitlines()[-1])

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from dlbench.catalogue import frameworks
+from dlbench.frameworks.onnxruntime import export
 from dlbench.run import peak
 from tests.conftest import tool_env
 
@@ -230,3 +231,21 @@ def test_the_workflows_other_jobs_of_one_framework_import_nothing_unused(request
                           timeout=300, env=tool_env(PYTHONPROFILEIMPORTTIME="1"))
     assert done.returncode == 0 and out.exists(), done.stderr[-3000:]
     _imports_of_one_framework(framework, done.stderr)
+
+
+def test_the_onnx_export_imports_pytorch_and_the_exporter_only(tmp_path, tiny_gpt2_weights):
+    """ONNX Runtime's model is exported by a PyTorch process of its own, whose time is
+    recorded as the export's (`export_s`, like a compilation's): it imports PyTorch and the
+    exporter, and none of PyTorch's other unused imports (transformers imported
+    scikit-learn, and it JAX: 3-5 s of a 10-s export of tiny-bert, 2026-12-01)."""
+    weights, _ = tiny_gpt2_weights
+    out = tmp_path / "model.onnx"
+    done = subprocess.run([sys.executable, "-m", export.__name__, "--model=tiny-gpt2",
+                           f"--weights={weights}", "--threads=2", f"--out={out}"],
+                          capture_output=True, text=True, timeout=300,
+                          env=tool_env(PYTHONPROFILEIMPORTTIME="1"))
+    assert done.returncode == 0 and out.exists(), done.stderr[-3000:]
+    imported = _imported_packages(done.stderr)
+    assert {"torch", "transformers", "onnx", "onnxscript"} <= imported
+    unused = frameworks.unused_imports(frameworks.REFERENCE_FRAMEWORK)
+    assert not imported & (unused - set(export.EXPORTING_PACKAGES))

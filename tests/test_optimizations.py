@@ -20,7 +20,7 @@ from dlbench.frameworks import cpu_precision_problem
 from dlbench.measure.correctness import compare, load_reference, save_reference
 from dlbench.records import result
 from dlbench.scenarios.inference import cell as Cell
-from tests.conftest import REPO, tool_env
+from tests.conftest import REPO, one_framework, tool_env
 
 FAST = ["--warmup-iterations=1", "--min-duration-s=0.05", "--min-iterations=3"]
 MODELS_HERE = ["tiny-bert", "tiny-distilgpt2", "tiny-xlm", "tiny-xlnet", "tiny-roberta",
@@ -49,7 +49,7 @@ for model in {MODELS_HERE!r}:
     write_output(model, {BATCH}, {SEQLEN}, 0, weights, root / model / "b{BATCH}_s{SEQLEN}.npz",
                  threads=2)
 """
-    done = python("-c", code)
+    done = python("-c", one_framework(frameworks.REFERENCE_FRAMEWORK, code))
     assert done.returncode == 0, done.stderr[-3000:]
     return root
 
@@ -237,9 +237,9 @@ for name in {models!r}:
     output = backend.to_numpy(prepare(backend, model, backend.inputs(ids), eager)())
     check = compare(output, reference, "", eager.precision)
     print(name, check["max_rel_error"], check["within_tolerance"])
-print("torch imported:", "torch" in sys.modules)
+print("torch imported:", sys.modules.get("torch") is not None)
 """
-    done = python("-c", code)
+    done = python("-c", one_framework(framework, code))
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.strip().splitlines()
     assert lines[-1] == "torch imported: False"

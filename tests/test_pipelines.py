@@ -21,7 +21,7 @@ from dlbench.data import __main__ as data_cli
 from dlbench.data import pipeline as pipelines
 from dlbench.measure.training import efficiency, throughput
 from dlbench.records import result
-from tests.conftest import tool_env
+from tests.conftest import one_framework, tool_env
 
 BATCH = 8
 
@@ -33,10 +33,12 @@ def tiny_data(tmp_path_factory):
     return folder
 
 
-def run_script(code: str, timeout: int = 600, **env: str) -> dict:
-    """Run `code` in a fresh interpreter; its last line of output, as JSON."""
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=timeout, env=tool_env(**env))
+def run_script(framework: str, code: str, timeout: int = 600, **env: str) -> dict:
+    """Run `code` in a fresh interpreter of `framework` alone; its last line of output, as
+    JSON."""
+    done = subprocess.run([sys.executable, "-c", one_framework(framework, code)],
+                          capture_output=True, text=True, timeout=timeout,
+                          env=tool_env(**env))
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -64,7 +66,6 @@ def test_the_variants_cover_every_kind_of_pipeline_the_grammar_allows():
 
 LAYOUT = """
 import json, sys
-import torch
 from dlbench.data import read_manifest
 from dlbench.data.pipeline import parse, variants
 from dlbench.frameworks import load_backend, load_ops
@@ -79,6 +80,7 @@ def layout(x):
     if framework != "pytorch":
         return "NCHW" if tuple(x.shape[1:]) == (3, 32, 32) else (
             "NHWC" if tuple(x.shape[1:]) == (32, 32, 3) else str(tuple(x.shape)))
+    import torch
     if x.is_contiguous():
         return "NCHW"
     return "channels_last" if x.is_contiguous(memory_format=torch.channels_last) \\
@@ -113,8 +115,9 @@ def test_every_pipeline_hands_the_model_its_recipes_layout(tiny_data, framework)
     channels-first; JAX: NHWC), and after the step's copy in the layout the recipe names — what the
     model's forward receives (checked by a forward hook where the model runs eagerly)."""
     names = recipes(framework)
-    found = run_script(LAYOUT.format(framework=framework, recipes=names, batch=BATCH,
-                                     manifest=str(tiny_data / "manifest.json")))
+    found = run_script(framework, LAYOUT.format(framework=framework, recipes=names,
+                                                batch=BATCH,
+                                                manifest=str(tiny_data / "manifest.json")))
     assert len(found) == len(names) * len(pipelines.variants("cpu"))
     for key, layouts in found.items():
         recipe = key.split()[0]
@@ -171,7 +174,7 @@ DELAY_MS, STEP_S = 10, 0.5  # a batch of 8 takes at least 80 ms to decode
 def decode_waits(data, framework: str, old: bool = False) -> dict[str, list[float]]:
     code = WHEN.format(framework=framework, old=old, manifest=str(data / "manifest.json"),
                        batch=BATCH, step_s=STEP_S)
-    return run_script(code, DLBENCH_TEST_DECODE_DELAY_MS=str(DELAY_MS))
+    return run_script(framework, code, DLBENCH_TEST_DECODE_DELAY_MS=str(DELAY_MS))
 
 
 @pytest.mark.slow
@@ -300,9 +303,9 @@ def test_the_ablation_runs_the_timed_program(tiny_data, framework):
     programs (gradients, then the optimizer step): the ablation runs those two, never the
     fused step; without the breakdown, the fused step only."""
     recipe, traced = TRACED[framework]
-    found = run_script(PROGRAM.format(manifest=str(tiny_data / "manifest.json"),
-                                      batch=BATCH, framework=framework, recipe=recipe,
-                                      traced=traced))
+    found = run_script(framework, PROGRAM.format(manifest=str(tiny_data / "manifest.json"),
+                                                 batch=BATCH, framework=framework,
+                                                 recipe=recipe, traced=traced))
     apart, whole = found["True"], found["False"]
     assert apart["traced"]["_compute"] == 0 and apart["traced"]["_gradients"] >= 1
     assert apart["traced"]["_apply"] >= 1 and apart["program"].startswith("forward_backward")
@@ -355,8 +358,9 @@ def test_every_frameworks_step_follows_the_learning_rate_down_to_zero(tiny_data,
     moves the model (its logits on test images) at each of those three and not at all after
     them — Keras's own SGD, whose velocity carries rate-scaled gradients on, would go on
     moving it."""
-    found = run_script(SCHEDULE.format(manifest=str(tiny_data / "manifest.json"), batch=BATCH,
-                                       framework=framework, recipes=SCHEDULED[framework]))
+    found = run_script(framework, SCHEDULE.format(
+        manifest=str(tiny_data / "manifest.json"), batch=BATCH, framework=framework,
+        recipes=SCHEDULED[framework]))
     for recipe, changes in found.items():
         assert all(change > 1e-4 for change in changes[:3]), (recipe, changes)
         assert changes[3:] == [0.0, 0.0], (recipe, changes)
@@ -450,8 +454,8 @@ def test_a_memory_pipeline_crops_and_flips_each_batch_in_one_compiled_function(t
     traced when the pipeline is made, not in the first batch's wait, and not again for a
     last, partial batch (dropped: 64 images, 5 batches of 12)."""
     batch = 12  # the tiny set's 64 images: 5 whole batches and a partial one
-    found = run_script(MEMORY_BATCHES.format(manifest=str(tiny_data / "manifest.json"),
-                                             batch=batch, framework=framework))
+    found = run_script(framework, MEMORY_BATCHES.format(
+        manifest=str(tiny_data / "manifest.json"), batch=batch, framework=framework))
     assert found["batches"] == 64 // batch and found["flips"]
     assert found["worst"] < 1e-5
     assert found["programs"] == [1, 1]
@@ -466,7 +470,7 @@ def test_the_ablation_is_at_least_as_fast_as_the_memory_pipeline(tmp_path_factor
     (the median of 30 interleaved pairs: under the suite's load, 10 pairs once gave 1.18)."""
     folder = tmp_path_factory.mktemp("ceiling") / "synthetic"
     data_cli.build("synthetic", folder, 96, 16, 0)
-    found = run_script(CEILING.format(manifest=str(folder / "manifest.json")))
+    found = run_script("pytorch", CEILING.format(manifest=str(folder / "manifest.json")))
     assert found["contiguous"] == [True, True], found
     assert found["ratio"] <= 1.2, found
     assert "batches of the cell's pipeline" in found["input"]

@@ -10,7 +10,7 @@ import pytest
 
 from dlbench.catalogue import frameworks, recipes
 from dlbench.records import result
-from tests.conftest import tool_env
+from tests.conftest import one_framework, tool_env
 
 # Real `dlbench run` processes in every framework: end-to-end, left out of the quick subset.
 pytestmark = pytest.mark.slow
@@ -30,7 +30,8 @@ def shared_inputs(folder, model: str) -> tuple[str, str]:
     code = ("import sys; from pathlib import Path; from dlbench import reference as r; "
             "m, w, o = sys.argv[1:]; r.write_weights(m, 0, Path(w), 2); "
             f"r.write_output(m, {BATCH}, {SEQLEN}, 0, Path(w), Path(o), 2)")
-    subprocess.run([sys.executable, "-c", code, model, str(weights), str(output)], check=True,
+    subprocess.run([sys.executable, "-c", one_framework(frameworks.REFERENCE_FRAMEWORK, code),
+                    model, str(weights), str(output)], check=True,
                    env=tool_env(), capture_output=True, timeout=300)
     return str(weights), str(output)
 

@@ -21,7 +21,7 @@ from dlbench.measure.training import wall_step
 from dlbench.plan import config
 from dlbench.plan.matrix import expand_cells
 from dlbench.records import result
-from tests.conftest import REPO, tool_env
+from tests.conftest import REPO, one_framework, tool_env
 
 CNN = MODELS["cnn"]
 # The ablation's loop: 3 steps (10 by default; JAX's CNN step takes ~0.75 s here, 3.9 times
@@ -171,8 +171,8 @@ def test_every_pipeline_flips_only_a_set_that_allows_it(tmp_path, framework):
               {"test": "left half bright"}, flip=flip)
     code = MIRRORED.format(framework=framework,
                            folders=[str(tmp_path / f"flip-{f}") for f in (True, False)])
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=300, env=tool_env())
+    done = subprocess.run([sys.executable, "-c", one_framework(framework, code)],
+                          capture_output=True, text=True, timeout=300, env=tool_env())
     assert done.returncode == 0, done.stderr[-3000:]
     found = json.loads(done.stdout.split("FOUND ", 1)[1])
     assert found["flip-False w0"] == found["flip-False memory"] == 0, found

@@ -10,7 +10,7 @@ nothing of dlbench but this module.
 
 import importlib
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from types import MappingProxyType
@@ -148,9 +148,10 @@ def unused_imports(name: str) -> set[str]:
     return (others | set(get(name).unused_imports)) - packages(name)
 
 
-def leave_out_unused_imports(name: str) -> None:
+def leave_out_unused_imports(name: str, keep: Iterable[str] = ()) -> None:
     """In a process that runs framework `name` alone (a measuring child, a reference or a
     peak job): mark its unused imports absent, so that transformers, Keras and TensorFlow
-    carry on without them (seconds of every such process's start-up on 2 cores)."""
-    for unused in unused_imports(name):
+    carry on without them (seconds of every such process's start-up on 2 cores). `keep`:
+    packages of that list the process does use (ONNX's exporter in a PyTorch process)."""
+    for unused in unused_imports(name) - set(keep):
         sys.modules.setdefault(unused, None)

@@ -27,6 +27,7 @@ import sys
 import time
 from pathlib import Path
 
+from dlbench.catalogue import frameworks
 from dlbench.files import scratch
 from dlbench.files.atomic import replacing, write_json_atomic
 from dlbench.measure import env
@@ -103,12 +104,11 @@ def export(model: str, seed: int, weights: Path | None, attention: str, threads:
     import torch
 
     from dlbench.catalogue import recipes
-    from dlbench.catalogue.frameworks import REFERENCE_FRAMEWORK
     from dlbench.catalogue.models import get_model
     from dlbench.frameworks import load_backend, load_ops
 
-    ops = load_ops(load_backend(REFERENCE_FRAMEWORK, "cpu", threads, 1), "inference")
-    eager = recipes.optimization("inference", "eager", REFERENCE_FRAMEWORK)
+    ops = load_ops(load_backend(frameworks.REFERENCE_FRAMEWORK, "cpu", threads, 1), "inference")
+    eager = recipes.optimization("inference", "eager", frameworks.REFERENCE_FRAMEWORK)
     built = ops.build(get_model(model), seed, eager, weights, attention=attention)
 
     class LastHiddenState(torch.nn.Module):
@@ -147,6 +147,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--out", required=True, type=Path)
     args = parser.parse_args(argv)
+    # A PyTorch process with ONNX's exporter (2026-12-01: transformers imported
+    # scikit-learn, and it JAX, 3-5 s of a 10-s export that `export_s` counted).
+    frameworks.leave_out_unused_imports(frameworks.REFERENCE_FRAMEWORK,
+                                        keep=EXPORTING_PACKAGES)
     export(args.model, args.seed, args.weights, args.attention, args.threads, args.out)
     return 0
 
