@@ -88,4 +88,11 @@ if ((test)); then
     fi
   fi
 fi
-((dry_run)) || echo "setup: ready ($VENV)"
+if ! ((dry_run)); then
+  # dlbench's own bytecode, made now: where PYTHONDONTWRITEBYTECODE is set (as on the
+  # 2-core machines of docs/measurements.md), Python never writes it, and each of a run's
+  # hundreds of processes compiled src/ afresh (pip compiles the installed packages; a file
+  # changed since is compiled afresh, in memory, until setup runs again).
+  "$VENV/bin/python" -m compileall -q src
+  echo "setup: ready ($VENV)"
+fi
