@@ -93,6 +93,7 @@ if ! ((dry_run)); then
   # 2-core machines of docs/measurements.md), Python never writes it, and each of a run's
   # hundreds of processes compiled src/ afresh (pip compiles the installed packages; a file
   # changed since is compiled afresh, in memory, until setup runs again).
-  "$VENV/bin/python" -m compileall -q src
+  "$VENV/bin/python" -m compileall -q src \
+    || echo "setup: could not compile all of src/ to bytecode (it runs, more slowly)" >&2
   echo "setup: ready ($VENV)"
 fi

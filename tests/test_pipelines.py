@@ -34,8 +34,7 @@ def tiny_data(tmp_path_factory):
 
 
 def run_script(framework: str, code: str, timeout: int = 600, **env: str) -> dict:
-    """Run `code` in a fresh interpreter of `framework` alone; its last line of output, as
-    JSON."""
+    """Run `code` in a process of `framework` alone; its last output line, as JSON."""
     done = subprocess.run([sys.executable, "-c", one_framework(framework, code)],
                           capture_output=True, text=True, timeout=timeout,
                           env=tool_env(**env))

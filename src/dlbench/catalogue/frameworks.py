@@ -152,6 +152,7 @@ def leave_out_unused_imports(name: str, keep: Iterable[str] = ()) -> None:
     """In a process that runs framework `name` alone (a measuring child, a reference or a
     peak job): mark its unused imports absent, so that transformers, Keras and TensorFlow
     carry on without them (seconds of every such process's start-up on 2 cores). `keep`:
-    packages of that list the process does use (ONNX's exporter in a PyTorch process)."""
+    packages left importable, which the process does use (ONNX's exporter's in a PyTorch
+    process)."""
     for unused in unused_imports(name) - set(keep):
         sys.modules.setdefault(unused, None)
