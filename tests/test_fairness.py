@@ -29,8 +29,8 @@ def run_python(framework: str, code: str, timeout: int = 600,
 
 def python(framework: str, code: str, timeout: int = 600, **env: str) -> dict:
     """Run code in a fresh interpreter of `framework` alone; the JSON it prints last."""
-    return json.loads(run_python(framework, code, timeout, **env).stdout.strip()
-                      .splitlines()[-1])
+    printed = run_python(framework, code, timeout, **env).stdout
+    return json.loads(printed.strip().splitlines()[-1])
 
 
 # -- the same arithmetic -------------------------------------------------------------------
