@@ -312,6 +312,115 @@ def test_the_ablation_runs_the_timed_program(tiny_data, framework):
     assert apart["batches"] == 3
 
 
+class CountingStep:
+    """A step that counts what the ablation asks of it (its state: the updates made)."""
+
+    separable = True
+
+    def __init__(self):
+        self.updates, self.fed, self.calls = 0, [], []
+
+    def forward_backward(self, x, y):
+        self.fed.append(x)
+
+    def optimizer_step(self):
+        self.updates += 1
+
+    def snapshot(self):
+        self.calls.append("snapshot")
+        return self.updates
+
+    def restore(self, snapshot):
+        self.calls.append("restore")
+        self.updates = snapshot
+
+
+def test_the_ablations_blocks_share_its_minimum_and_leave_the_state_as_they_found_it():
+    """Four blocks of a loop of at least 6 iterations: 2, 2, 1 and 1 timed (the first block
+    warmed up before, twice), each between a snapshot and its restore; fed the batches
+    offered first, in turn from block to block."""
+    from dlbench.measure.training import Ablation
+
+    step = CountingStep()
+    ablation = Ablation(step, 2, 8, lambda: None, 2, 0.0, 6, apart=True, blocks=4)
+    for x in "abc":
+        ablation.offer(x, None)
+    for epoch in range(4):
+        step.updates += 10  # an epoch's training
+        ablation.block()
+        assert step.updates == 10 * (epoch + 1)
+    assert step.calls == ["snapshot", "restore"] * 4
+    assert [len(block) for block in ablation.samples_per_block] == [2, 2, 1, 1]
+    assert step.fed == ["a", "b", "a", "b"] + ["a", "b"] + ["a"] + ["b"]
+    record = ablation.record()
+    assert record["blocks"] == 4 and record["batches"] == 2 and record["iterations"] == 6
+    assert record["wall_s"] == pytest.approx(sum(record["samples_ms"]) / 1e3)
+
+
+RESTORE = """
+import itertools, json
+import numpy as np
+from dlbench.data import decode, read_manifest
+from dlbench.data.pipeline import parse
+from dlbench.frameworks import load_backend, load_ops
+from dlbench.measure.training import run_step
+from dlbench.catalogue.models.vision import MODELS, initial_weights
+from dlbench.catalogue.optimizers import OPTIMIZERS, LearningRate
+from dlbench.catalogue.recipes import optimization
+backend = load_backend({framework!r}, "cpu", 2, 1)
+ops, sync = load_ops(backend, "training"), backend.synchronize
+manifest, spec = read_manifest({manifest!r}), MODELS["tiny-cnn"]
+images = decode(manifest, "test")[0][:16]
+out = {{}}
+for name in {recipes!r}:
+    recipe = optimization("training", name, {framework!r})
+    model = ops.build(spec, initial_weights(spec, 0), recipe)
+    opt = ops.optimizer(model, OPTIMIZERS["adam"], LearningRate(0.01, 8, 4), recipe)
+    step = ops.train_step(model, opt, recipe)
+    batches = [step.to_device(b) for b in
+               itertools.islice(ops.pipeline(manifest, parse("memory"), {batch}, 0)(0), 6)]
+
+    def train(steps):
+        return [float(np.asarray(run_step(step, x, y, step.separable, sync))) for x, y in steps]
+
+    def changed(before):
+        return float(np.abs(ops.logits(model, images, manifest) - before).max())
+
+    train(batches[:3])
+    saved, before = step.snapshot(), ops.logits(model, images, manifest)
+    went_on = train(batches[3:])  # the training as it goes on without an ablation
+    step.restore(saved)
+    train(batches[:2])  # an ablation's block
+    moved = changed(before)
+    step.restore(saved)
+    back = changed(before)
+    out[name] = {{"moved": moved, "back": back, "same_training": train(batches[3:]) == went_on}}
+    ops.release()
+print(json.dumps(out))
+"""
+
+# Each framework's eager and compiled steps (PyTorch's whole step compiled as one, too).
+RESTORED = {"pytorch": ["eager", "compile-step"], "tensorflow": ["eager", "xla"],
+            "jax": ["eager", "jit"]}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("framework", list(RESTORED))
+def test_a_block_of_the_ablation_leaves_the_training_as_it_was(tiny_data, framework):
+    """The ablation's blocks between epochs train the model on their batches; the step's
+    snapshot and restore undo it: the model's logits are again those of before the block
+    (the block moved them), and in PyTorch and JAX, whose dropout draws from a state the
+    snapshot holds, the next steps' losses are those the training had without the block.
+    TensorFlow's dropout (tf_keras's, unseeded in every process) draws from a state inside
+    its ops that no snapshot reaches: after a block, its masks are other draws."""
+    found = run_script(framework, RESTORE.format(
+        manifest=str(tiny_data / "manifest.json"), batch=BATCH, framework=framework,
+        recipes=RESTORED[framework]))
+    for recipe, seen in found.items():
+        assert seen["moved"] > 1e-4 and seen["back"] == 0.0, (recipe, seen)
+        assert seen["same_training"] == (framework != "tensorflow"), (recipe, seen)
+
+
 SCHEDULE = """
 import json
 import numpy as np

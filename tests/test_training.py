@@ -20,7 +20,7 @@ from dlbench.data.pipeline import parse
 from dlbench.measure.training import wall_step
 from dlbench.plan import config
 from dlbench.plan.matrix import expand_cells
-from dlbench.records import result
+from dlbench.records import measuring, result
 from tests.conftest import REPO, one_framework, tool_env
 
 CNN = MODELS["cnn"]
@@ -402,6 +402,11 @@ def test_seeds_train_in_fresh_processes_with_their_times_to_accuracy(digits_side
     ablation = record["ablation"]
     assert ablation["efficiency"] == pytest.approx(rate["samples_per_s"]
                                                    / ablation["samples_per_s"])
+    # Timed in a block after each epoch, inside the loop's window (what the supervisor's
+    # load samples cover), which the run's share of measuring counts once.
+    assert ablation["blocks"] == EPOCHS
+    assert record["timing"]["loop_s"] > rate["wall_s"] + ablation["wall_s"]
+    assert measuring.timed_s(record) == record["timing"]["loop_s"]
 
 
 def five_points_worse(record: dict) -> dict:

@@ -28,10 +28,10 @@ OPTIMIZERS = MappingProxyType({
 class LearningRate:
     """The learning rate of every update, the same in every framework: `rate` until the last
     `decaying` of the `steps` updates, then falling linearly to zero (the last update at
-    rate / decaying; the ablation's updates after training at zero). At a constant rate Adam
-    moves a model by 1-2.5 points of test accuracy between epochs even near its plateau, so
-    a final model would be a draw of that wander; decayed, it settles where the training
-    led (config/README.md, `training.decay_epochs`)."""
+    rate / decaying; the ablation's updates, undone after each block, at the rate of the
+    moment). At a constant rate Adam moves a model by 1-2.5 points of test accuracy between
+    epochs even near its plateau, so a final model would be a draw of that wander; decayed,
+    it settles where the training led (config/README.md, `training.decay_epochs`)."""
 
     rate: float
     steps: int

@@ -22,13 +22,19 @@ between epochs left out). A pipeline's stalls (bursty: the first batches of an e
 count in full, as they do in the input-wait share; the median step's rate is kept beside
 it.
 
-The ablation, after the last epoch: the same model, optimizer and optimization running
-exactly the timed program (forward + backward, then the optimizer step, where the
-breakdown times them apart; else the step as one), fed real batches of the cell's own
-pipeline that were decoded, augmented and copied to the device (in the recipe's layout)
-before it starts — the throughput any pipeline could at most reach, on the same statistic;
-`efficiency` = the real throughput over it. A ceiling that the real run beats (the 95%
-interval of the efficiency above 1) is flagged: the ablation is then no ceiling.
+The ablation: the same model, optimizer and optimization running exactly the timed
+program (forward + backward, then the optimizer step, where the breakdown times them
+apart; else the step as one), fed real batches of the cell's own pipeline — the first
+epoch's, kept as the step received them: decoded, augmented and on the device in the
+recipe's layout — the throughput any pipeline could at most reach, on the same statistic;
+`efficiency` = the real throughput over it. It is timed in blocks, one after each epoch's
+evaluation, each with its share of the loop's minimum duration and iterations, so that a
+machine whose speed drifts over the cell's seconds slows both sides alike (timed after the
+last epoch, in-memory pipelines read as partly input-bound or beat their ceiling:
+config/README.md, *Training*). Each block starts from a snapshot of the step's state and
+restores it after: the training goes on as it would have without the block. A ceiling
+that the real run beats (the 95% interval of the efficiency above 1) is flagged: the
+ablation is then no ceiling.
 """
 
 import itertools
@@ -57,6 +63,14 @@ class TrainingStep(Protocol):
 
     def compute(self, x, y) -> Any:
         """Forward, backward and optimizer step as one; the loss (not read)."""
+
+    def snapshot(self) -> Any:
+        """A copy of all that a step changes: the weights, the optimizer's state and count
+        of updates, the random state its dropout draws from."""
+
+    def restore(self, snapshot: Any) -> None:
+        """The step's state as in the snapshot, again (in place: a compiled program keeps
+        reading the same variables)."""
 
 
 @dataclass
@@ -107,9 +121,11 @@ def timing(totals_ms: list[float], parts: dict[str, list[float]], first_step_s: 
 def train(epochs: int, batches: Callable[[int], Iterator], step: TrainingStep,
           synchronize: Callable[[], None], mean_loss: Callable[[list], float],
           evaluation: Evaluation, steps_per_epoch: int, warmup: int, target_accuracy: float,
-          mark: Callable[[str], None], breakdown: bool = True) -> Run:
+          mark: Callable[[str], None], breakdown: bool = True,
+          ablation: "Ablation | None" = None) -> Run:
     """Train for `epochs`; `mark` is called when the first timed step starts and when the
-    last one ends."""
+    last one (or the last block of the ablation, which is kept the first epoch's batches
+    and timed after each epoch's evaluation) ends."""
     clock = time.perf_counter
     run = Run(warmup=max(0, min(warmup, epochs * steps_per_epoch - 2)))
     done, loop_start, trained_s = 0, None, 0.0
@@ -129,6 +145,8 @@ def train(epochs: int, batches: Callable[[int], Iterator], step: TrainingStep,
                 mark("first_timed_iteration_s")
             stamps, loss = [t0, t1], None
             x, y = step.to_device(batch)
+            if ablation is not None and epoch == 0:
+                ablation.offer(x, y)
             if breakdown:
                 synchronize()
                 stamps.append(clock())
@@ -160,6 +178,10 @@ def train(epochs: int, batches: Callable[[int], Iterator], step: TrainingStep,
         run.test_accuracy.append(accuracy)
         if run.time_to_accuracy_s is None and accuracy >= target_accuracy:
             run.time_to_accuracy_s = trained_s - run.first_compute_s
+        if ablation is not None:
+            ablation.block()
+    if ablation is not None and loop_start is not None:
+        run.loop_s = clock() - loop_start  # the ablation's blocks are in the loop's window
     mark("timed_loop_end_s")
     return run
 
@@ -189,27 +211,69 @@ def run_step(step: TrainingStep, x, y, apart: bool, synchronize: Callable[[], No
     return loss
 
 
+class Ablation:
+    """The step's throughput with the input pipeline taken out, timed in `blocks` between
+    the epochs (see the module's docstring): `offer` keeps the first `count` batches the
+    step was fed, `block` times the program (`apart`: as train's breakdown runs it) fed
+    from them in turn, from a snapshot of the step that it restores after."""
+
+    def __init__(self, step: TrainingStep, count: int, batch: int,
+                 synchronize: Callable[[], None], warmup: int, min_duration_s: float,
+                 min_iterations: int, apart: bool, blocks: int = 1):
+        self.step, self.count, self.batch, self.synchronize = step, count, batch, synchronize
+        self.warmup, self.apart = warmup, apart
+        # Each block's share of the loop's minimum: the blocks together time as much (6
+        # iterations in 4 blocks: 2, 2, 1, 1).
+        self.stopping = [Stopping(min_duration_s / blocks,
+                                  max(1, min_iterations // blocks + (i < min_iterations % blocks)))
+                         for i in range(blocks)]
+        self.ready: list[tuple[Any, Any]] = []
+        self.turn: Iterator[tuple[Any, Any]] = iter(())
+        self.samples_per_block: list[list[float]] = []
+
+    def offer(self, x, y) -> None:
+        if len(self.ready) < self.count:
+            self.ready.append((x, y))
+
+    def block(self) -> None:
+        if not self.samples_per_block:  # the batches in turn, going on from block to block
+            self.turn = itertools.cycle(self.ready)
+
+        def call():
+            return run_step(self.step, *next(self.turn), self.apart, self.synchronize)
+
+        saved = self.step.snapshot()
+        self.synchronize()
+        if not self.samples_per_block:  # the first block warms up, as the loop did
+            for _ in range(max(1, self.warmup)):
+                call()
+        stopping = self.stopping[min(len(self.samples_per_block), len(self.stopping) - 1)]
+        self.samples_per_block.append(timed_loop(call, self.synchronize, stopping).host)
+        self.step.restore(saved)
+
+    def record(self) -> dict:
+        samples = [s for block in self.samples_per_block for s in block]
+        blocks = len(self.samples_per_block)
+        return {"input": f"{len(self.ready)} batches of the cell's pipeline, the first epoch's "
+                "as the step received them (decoded, on the device), in turn",
+                "batches": len(self.ready), "blocks": blocks,
+                "program": "forward_backward, then optimizer_step" if self.apart
+                else "step as one",
+                **throughput(samples, self.batch, sum(samples) / 1e3),
+                "iterations": len(samples), "samples_ms": samples, **summarize(samples)}
+
+
 def ablation(step: TrainingStep, batches: Iterator, count: int, batch: int,
              synchronize: Callable[[], None], warmup: int, min_duration_s: float,
              min_iterations: int, apart: bool) -> dict:
-    """The step's throughput with the input pipeline taken out: `count` batches of the
-    pipeline (`batches`: an epoch's iterator) copied to the device first, then the timed
-    program (`apart`: as train's breakdown runs it) fed from them in turn."""
-    ready = [step.to_device(b) for b in itertools.islice(batches, count)]
-    synchronize()
-    turn = itertools.cycle(ready)
-
-    def call():
-        return run_step(step, *next(turn), apart, synchronize)
-
-    for _ in range(max(1, warmup)):
-        call()
-    samples = timed_loop(call, synchronize, Stopping(min_duration_s, min_iterations)).host
-    return {"input": f"{len(ready)} batches of the cell's pipeline, decoded and copied to the "
-            "device before the loop, in turn", "batches": len(ready),
-            "program": "forward_backward, then optimizer_step" if apart else "step as one",
-            **throughput(samples, batch, sum(samples) / 1e3), "iterations": len(samples),
-            "samples_ms": samples, **summarize(samples)}
+    """One block of the ablation fed `count` batches of an epoch's iterator (`batches`),
+    as a one-epoch cell times it after its epoch."""
+    measured = Ablation(step, count, batch, synchronize, warmup, min_duration_s,
+                        min_iterations, apart)
+    for b in itertools.islice(batches, count):
+        measured.offer(*step.to_device(b))
+    measured.block()
+    return measured.record()
 
 
 def throughput(samples_ms: list[float], batch: int, wall_s: float) -> dict:

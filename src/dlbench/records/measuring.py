@@ -45,8 +45,11 @@ def timed_s(record: dict) -> float:
     """The seconds a cell's record spent in its timed loops, every round's."""
     loop = (record.get("timing") or {}).get("loop_s") or 0.0
     first = ((record.get("generation") or {}).get("first_token") or {}).get("samples_ms")
-    ablation = (record.get("ablation") or {}).get("wall_s") or 0.0
-    return loop + sum(first or []) / 1e3 + ablation
+    ablation = record.get("ablation") or {}
+    # A training cell's ablation: in blocks between its epochs, inside the loop's window
+    # (records with `blocks`); timed after it before.
+    after = 0.0 if "blocks" in ablation else ablation.get("wall_s") or 0.0
+    return loop + sum(first or []) / 1e3 + after
 
 
 def describe(found: dict) -> str:

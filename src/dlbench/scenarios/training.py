@@ -107,8 +107,9 @@ class Training(OptimizerSettings, Scenario):
             "breakdown": {"description": "time every step in parts (copy, forward and backward, "
                           "optimizer), each synchronized on a GPU; false: the step whole",
                           "type": "boolean", "default": True},
-            "ablation": {"description": "after training, time the steps fed one batch already "
-                         "on the device: the pipeline's ceiling and its efficiency",
+            "ablation": {"description": "time the steps fed batches already on the device, "
+                         "in a block after each epoch (the step's state restored after "
+                         "it): the pipeline's ceiling and its efficiency",
                          "type": "boolean", "default": True},
             "cold_cache": {"description": "evict the data set's files from the page cache "
                            "before each cell, so that the first epoch reads them from disk",
@@ -181,7 +182,7 @@ class Training(OptimizerSettings, Scenario):
         from dlbench.frameworks import load_ops
         from dlbench.measure import pagecache
         from dlbench.measure import training as loop
-        from dlbench.measure.training import Evaluation, ablation, train
+        from dlbench.measure.training import Ablation, Evaluation, train
 
         optimization = recipes.optimization(self.recipes_of, cell.optimization, cell.framework)
         problem = backend.precision_problem(optimization.precision.name)
@@ -223,17 +224,18 @@ class Training(OptimizerSettings, Scenario):
             # docs/what-has-run-where.md).
             evaluation.logits()
             clock.mark("model_ready_s")
+            ceiling = Ablation(
+                step, min(loop.ABLATION_BATCHES, steps_per_epoch), batch, backend.synchronize,
+                settings["warmup_iterations"], settings["min_duration_s"],
+                settings["min_iterations"], apart=settings["breakdown"] and step.separable,
+                blocks=settings["epochs"]) if settings["ablation"] else None
             run = train(settings["epochs"], batches, step, backend.synchronize, ops.mean_loss,
                         evaluation, steps_per_epoch, settings["warmup_iterations"],
-                        settings["target_accuracy"], clock.mark, settings["breakdown"])
+                        settings["target_accuracy"], clock.mark, settings["breakdown"],
+                        ceiling)
             device_memory = backend.device_memory()
-            compilation = ops.compilation()  # of the training steps, before the ablation's
-            ceiling = ablation(
-                step, batches(settings["epochs"]), min(loop.ABLATION_BATCHES, steps_per_epoch),
-                batch, backend.synchronize, settings["warmup_iterations"],
-                settings["min_duration_s"], settings["min_iterations"],
-                apart=settings["breakdown"] and step.separable) if settings["ablation"] \
-                else None
+            compilation = ops.compilation()  # of the training steps and the ablation's
+            ceiling = ceiling.record() if ceiling else None
         finally:
             ops.release()
         timing = run.timing()
@@ -361,7 +363,8 @@ class Training(OptimizerSettings, Scenario):
                                         "not_a_ceiling": {"type": "boolean"},
                                         "note": {"type": ["string", "null"]},
                                         "program": {"type": "string"},
-                                        "batches": {"type": "integer", "minimum": 1}}},
+                                        "batches": {"type": "integer", "minimum": 1},
+                                        "blocks": {"type": "integer", "minimum": 1}}},
             "training": {
                 "type": "object",
                 "required": ["epochs", "test_accuracy", "train_loss", "epoch_s",

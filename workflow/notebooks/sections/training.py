@@ -108,8 +108,9 @@ if not trained.empty:
 # **input-bound** when it waits ≥ 20% of each step for data (TensorFlow's profiler's
 # threshold; **partly** from 5%), **compute-bound** on a CPU when its own computation
 # dominates (on a GPU: **gpu-bound**, or **host-bound** when the device idles while nothing
-# waits for input). The proof: after training, each cell runs the same program fed batches of
-# its own pipeline already in device memory — no decoding, no copy. That is the **ceiling** any
+# waits for input). The proof: after each epoch, each cell runs the same program fed batches
+# of its own pipeline already in device memory — no decoding, no copy — and then undoes those
+# steps, so that a machine drifting in speed slows both alike. That is the **ceiling** any
 # pipeline could reach, and the pipeline's **efficiency** is the real throughput over it (both
 # over wall time); a cell that beats its ceiling is flagged: there the ablation is no ceiling.
 # On a CPU the loaders can also slow the step itself by taking its cores: a low efficiency

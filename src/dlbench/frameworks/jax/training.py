@@ -339,6 +339,15 @@ class JaxStep:
     def __call__(self, batch) -> jax.Array:
         return self.compute(*self.to_device(batch))
 
+    def snapshot(self) -> tuple:
+        """The step's values: a step replaces them and never changes them (nothing is
+        donated), so keeping them is a copy."""
+        return self.model.params, self.opt_state, self.scale, self.good_steps, self.key
+
+    def restore(self, snapshot: tuple) -> None:
+        self.model.params, self.opt_state, self.scale, self.good_steps, self.key = snapshot
+        self._grads = None
+
 
 def make_ops(backend) -> JaxTraining:
     return JaxTraining(backend)

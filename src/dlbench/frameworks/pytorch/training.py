@@ -6,6 +6,7 @@ under each recipe and precision, and evaluation with dropout off."""
 # when they load.
 from dlbench.frameworks.pytorch.backend import InductorCaches, PyTorchBackend  # isort: split
 
+import copy
 import signal
 import time
 from collections.abc import Callable, Iterator
@@ -352,6 +353,49 @@ class PyTorchStep:
 
     def __call__(self, batch) -> torch.Tensor:
         return self.compute(*self.to_device(batch))
+
+    def _parameters(self) -> list[torch.Tensor]:
+        return [p for group in self.opt.param_groups for p in group["params"]]
+
+    def snapshot(self) -> dict:
+        """Copies of the weights and buffers, the optimizer's per-parameter state, the count
+        of updates (the schedule's rate follows it), the gradient scaler's state and the
+        random state dropout draws from."""
+        return {
+            "tensors": [t.clone() for t in self.model.state_dict().values()],
+            "optimizer": [{k: _copy(v) for k, v in self.opt.state[p].items()}
+                          for p in self._parameters()],
+            "updates": self.updates,
+            "scaler": None if self.scaler is None else self.scaler.state_dict(),
+            "rng": torch.get_rng_state(),
+            "device_rng": torch.cuda.get_rng_state(self.device)
+            if self.device.type == "cuda" else None,
+        }
+
+    def restore(self, snapshot: dict) -> None:
+        """In place, tensor by tensor: compiled programs keep reading the same tensors."""
+        tensors = list(self.model.state_dict().values())
+        for tensor, saved in zip(tensors, snapshot["tensors"], strict=True):
+            tensor.copy_(saved)
+        for p, saved in zip(self._parameters(), snapshot["optimizer"], strict=True):
+            state = self.opt.state[p]
+            for key, value in saved.items():
+                if torch.is_tensor(value) and torch.is_tensor(state.get(key)):
+                    state[key].copy_(value)
+                else:
+                    state[key] = _copy(value)
+            for key in set(state) - set(saved):
+                del state[key]
+        self.updates = snapshot["updates"]
+        if self.scaler is not None:
+            self.scaler.load_state_dict(snapshot["scaler"])
+        torch.set_rng_state(snapshot["rng"])
+        if snapshot["device_rng"] is not None:
+            torch.cuda.set_rng_state(snapshot["device_rng"], self.device)
+
+
+def _copy(value):
+    return value.detach().clone() if torch.is_tensor(value) else copy.deepcopy(value)
 
 
 def make_ops(backend: PyTorchBackend) -> PyTorchTraining:

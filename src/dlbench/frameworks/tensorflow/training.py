@@ -365,6 +365,22 @@ class TensorFlowStep:
     def __call__(self, batch):
         return self.compute(*self.to_device(batch))
 
+    def _variables(self) -> list:
+        """Every variable of the model and the optimizer: its slots (built now, if no step
+        built them yet), count of updates, current rate and loss scale."""
+        self.opt.build(self.model.trainable_variables)  # returns at once once built
+        root = tf.train.Checkpoint(model=self.model, optimizer=self.opt)
+        return [v for v in tf.train.TrackableView(root).descendants()
+                if isinstance(v, tf.Variable)]
+
+    def snapshot(self) -> list[tuple]:
+        return [(variable, variable.numpy()) for variable in self._variables()]
+
+    def restore(self, snapshot: list[tuple]) -> None:
+        """Assigned in place: the traced functions keep reading the same variables."""
+        for variable, value in snapshot:
+            variable.assign(value)
+
 
 def make_ops(backend: TensorFlowBackend) -> TensorFlowTraining:
     return TensorFlowTraining(backend)
