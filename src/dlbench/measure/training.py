@@ -32,9 +32,11 @@ evaluation, each with its share of the loop's minimum duration and iterations, s
 machine whose speed drifts over the cell's seconds slows both sides alike (timed after the
 last epoch, in-memory pipelines read as partly input-bound or beat their ceiling:
 config/README.md, *Training*). Each block starts from a snapshot of the step's state and
-restores it after: the training goes on as it would have without the block. A ceiling
-that the real run beats (the 95% interval of the efficiency above 1) is flagged: the
-ablation is then no ceiling.
+restores it after: the training goes on as it would have without the block (but for
+TensorFlow's dropout masks, drawn from a state inside its ops). The snapshot and the kept
+batches count in the cell's memory peaks, and the loop's window (the load samples'
+and the profile's) holds the blocks. A ceiling that the real run beats (the 95% interval
+of the efficiency above 1) is flagged: the ablation is then no ceiling.
 """
 
 import itertools
@@ -87,7 +89,9 @@ class Run:
     totals_ms: list[float] = field(default_factory=list)  # each timed step, end to end
     first_step_s: float = 0.0
     warmup: int = 0
-    loop_s: float = 0.0  # wall time from the first timed step to the last step's end
+    # Wall time from the first timed step to the last step's end, or with the ablation to
+    # the end of its last block (its blocks and the evaluations inside).
+    loop_s: float = 0.0
     wall_s: float = 0.0  # wall time of the timed steps: loop_s less the evaluations
     test_accuracy: list[float] = field(default_factory=list)  # per epoch
     train_loss: list[float] = field(default_factory=list)

@@ -428,6 +428,7 @@ def _pooled_ablation(ceilings: list[dict], batch: int) -> dict:
     from dlbench.measure.training import throughput
 
     samples = [x for c in ceilings for x in c["samples_ms"]]
+    # `blocks` stays each process's (seed's) count; the samples are every seed's blocks'.
     return {**ceilings[0], "iterations": len(samples), "samples_ms": samples,
             **summarize(samples), **throughput(samples, batch, sum(samples) / 1e3)}
 

@@ -367,11 +367,17 @@ class TensorFlowStep:
 
     def _variables(self) -> list:
         """Every variable of the model and the optimizer: its slots (built now, if no step
-        built them yet), count of updates, current rate and loss scale."""
-        self.opt.build(self.model.trainable_variables)  # returns at once once built
+        built them yet), count of updates, current rate and loss scale. A legacy optimizer
+        (no `build`) lists its slots itself: they are no tracked children."""
+        build = getattr(self.opt, "build", None)
+        if callable(build):
+            build(self.model.trainable_variables)  # returns at once once built
+        listed = self.opt.variables
         root = tf.train.Checkpoint(model=self.model, optimizer=self.opt)
-        return [v for v in tf.train.TrackableView(root).descendants()
-                if isinstance(v, tf.Variable)]
+        found = [*self.model.variables, *(listed() if callable(listed) else listed),
+                 *(v for v in tf.train.TrackableView(root).descendants()
+                   if isinstance(v, tf.Variable))]
+        return list({id(v): v for v in found}.values())
 
     def snapshot(self) -> list[tuple]:
         return [(variable, variable.numpy()) for variable in self._variables()]
