@@ -265,7 +265,7 @@ import json
 from dlbench.data import read_manifest
 from dlbench.data.pipeline import parse
 from dlbench.frameworks import load_backend, load_ops
-from dlbench.measure.training import ablation
+from dlbench.measure.training import Ablation
 from dlbench.catalogue.models.vision import MODELS, initial_weights
 from dlbench.catalogue.optimizers import OPTIMIZERS, LearningRate
 from dlbench.catalogue.recipes import optimization
@@ -278,8 +278,11 @@ for apart in (True, False):
     model = ops.build(spec, initial_weights(spec, 0), recipe)
     opt = ops.optimizer(model, OPTIMIZERS["sgd"], LearningRate(0.01, 100), recipe)
     step = ops.train_step(model, opt, recipe)
-    batches = ops.pipeline(manifest, parse("w0"), {batch}, 0)(0)
-    record = ablation(step, batches, 3, {batch}, backend.synchronize, 1, 0.0, 3, apart)
+    ablation = Ablation(step, 3, {batch}, backend.synchronize, 1, 0.0, 3, apart)
+    for batch in ops.pipeline(manifest, parse("w0"), {batch}, 0)(0):  # as an epoch offers
+        ablation.offer(*step.to_device(batch))
+    ablation.block()
+    record = ablation.record()
     out[str(apart)] = {{"program": record["program"], "batches": record["batches"],
                        "traced": {{name: {traced}
                                   for name in ("_gradients", "_apply", "_compute")}}}}
@@ -357,7 +360,9 @@ def test_the_ablations_blocks_share_its_minimum_and_leave_the_state_as_they_foun
     assert record["wall_s"] == pytest.approx(sum(record["samples_ms"]) / 1e3)
 
 
-RESTORE = """
+# A framework's process training the tiny CNN step by step, as a cell's step runs: its
+# operations, the data set's manifest, and 16 test images to read the model's logits on.
+TINY_CNN_STEPS = """
 import itertools, json
 import numpy as np
 from dlbench.data import decode, read_manifest
@@ -372,6 +377,9 @@ ops, sync = load_ops(backend, "training"), backend.synchronize
 manifest, spec = read_manifest({manifest!r}), MODELS["tiny-cnn"]
 images = decode(manifest, "test")[0][:16]
 out = {{}}
+"""
+
+RESTORE = TINY_CNN_STEPS + """
 for name in {recipes!r}:
     recipe = optimization("training", name, {framework!r})
     model = ops.build(spec, initial_weights(spec, 0), recipe)
@@ -422,21 +430,7 @@ def test_a_block_of_the_ablation_leaves_the_training_as_it_was(tiny_data, framew
         assert seen["same_training"] == (framework != "tensorflow"), (recipe, seen)
 
 
-SCHEDULE = """
-import json
-import numpy as np
-from dlbench.data import decode, read_manifest
-from dlbench.data.pipeline import parse
-from dlbench.frameworks import load_backend, load_ops
-from dlbench.measure.training import run_step
-from dlbench.catalogue.models.vision import MODELS, initial_weights
-from dlbench.catalogue.optimizers import OPTIMIZERS, LearningRate
-from dlbench.catalogue.recipes import optimization
-backend = load_backend({framework!r}, "cpu", 2, 1)
-ops = load_ops(backend, "training")
-manifest, spec = read_manifest({manifest!r}), MODELS["tiny-cnn"]
-images = decode(manifest, "test")[0][:16]
-out = {{}}
+SCHEDULE = TINY_CNN_STEPS + """
 for name in {recipes!r}:
     recipe = optimization("training", name, {framework!r})
     model = ops.build(spec, initial_weights(spec, 0), recipe)
@@ -481,7 +475,7 @@ import numpy as np
 from dlbench.data import read_manifest
 from dlbench.data.pipeline import parse
 from dlbench.frameworks import load_backend, load_ops
-from dlbench.measure.training import ablation, run_step
+from dlbench.measure.training import Ablation, run_step
 from dlbench.catalogue.models.vision import MODELS, initial_weights
 from dlbench.catalogue.optimizers import OPTIMIZERS, LearningRate
 from dlbench.catalogue.recipes import optimizations; OPTIMIZATIONS = optimizations("training")
@@ -494,7 +488,11 @@ opt = ops.optimizer(model, OPTIMIZERS["sgd"], LearningRate(0.01, 100), optimizat
 step = ops.train_step(model, opt, optimization)
 batches = ops.pipeline(manifest, parse("memory"), 32, 0)
 sync = backend.synchronize
-record = ablation(step, batches(0), 2, 32, sync, 1, 0.0, 2, True)  # as a cell prepares it
+ablation = Ablation(step, 2, 32, sync, 1, 0.0, 2, True)
+for batch in batches(0):  # as a cell's first epoch offers them
+    ablation.offer(*step.to_device(batch))
+ablation.block()
+record = ablation.record()
 ready = [step.to_device(b) for b in list(batches(1))[:2]]
 fed = step.to_device(next(iter(batches(1))))
 memory, ceiling = [], []

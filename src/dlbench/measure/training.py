@@ -39,7 +39,6 @@ and the profile's) holds the blocks. A ceiling that the real run beats (the 95% 
 of the efficiency above 1) is flagged: the ablation is then no ceiling.
 """
 
-import itertools
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -225,33 +224,35 @@ class Ablation:
                  synchronize: Callable[[], None], warmup: int, min_duration_s: float,
                  min_iterations: int, apart: bool, blocks: int = 1):
         self.step, self.count, self.batch, self.synchronize = step, count, batch, synchronize
-        self.warmup, self.apart = warmup, apart
-        # Each block's share of the loop's minimum: the blocks together time as much (6
-        # iterations in 4 blocks: 2, 2, 1, 1).
-        self.stopping = [Stopping(min_duration_s / blocks,
-                                  max(1, min_iterations // blocks + (i < min_iterations % blocks)))
-                         for i in range(blocks)]
+        self.warmup, self.apart, self.blocks = warmup, apart, blocks
+        self.min_duration_s, self.min_iterations = min_duration_s, min_iterations
         self.ready: list[tuple[Any, Any]] = []
-        self.turn: Iterator[tuple[Any, Any]] = iter(())
+        self.calls = 0  # the batches are fed in turn, going on from block to block
         self.samples_per_block: list[list[float]] = []
 
     def offer(self, x, y) -> None:
         if len(self.ready) < self.count:
             self.ready.append((x, y))
 
-    def block(self) -> None:
-        if not self.samples_per_block:  # the batches in turn, going on from block to block
-            self.turn = itertools.cycle(self.ready)
+    def _stopping(self, block: int) -> Stopping:
+        """The block's share of the loop's minimum: the blocks together time as much (6
+        iterations in 4 blocks: 2, 2, 1, 1)."""
+        iterations = self.min_iterations // self.blocks + (block < self.min_iterations
+                                                           % self.blocks)
+        return Stopping(self.min_duration_s / self.blocks, max(1, iterations))
 
+    def block(self) -> None:
         def call():
-            return run_step(self.step, *next(self.turn), self.apart, self.synchronize)
+            x, y = self.ready[self.calls % len(self.ready)]
+            self.calls += 1
+            return run_step(self.step, x, y, self.apart, self.synchronize)
 
         saved = self.step.snapshot()
         self.synchronize()
-        if not self.samples_per_block:  # the first block warms up, as the loop did
-            for _ in range(max(1, self.warmup)):
-                call()
-        stopping = self.stopping[min(len(self.samples_per_block), len(self.stopping) - 1)]
+        first = not self.samples_per_block
+        for _ in range(max(1, self.warmup) if first else 0):  # as the loop warmed up
+            call()
+        stopping = self._stopping(len(self.samples_per_block))
         self.samples_per_block.append(timed_loop(call, self.synchronize, stopping).host)
         self.step.restore(saved)
 
@@ -265,19 +266,6 @@ class Ablation:
                 else "step as one",
                 **throughput(samples, self.batch, sum(samples) / 1e3),
                 "iterations": len(samples), "samples_ms": samples, **summarize(samples)}
-
-
-def ablation(step: TrainingStep, batches: Iterator, count: int, batch: int,
-             synchronize: Callable[[], None], warmup: int, min_duration_s: float,
-             min_iterations: int, apart: bool) -> dict:
-    """One block of the ablation fed `count` batches of an epoch's iterator (`batches`),
-    as a one-epoch cell times it after its epoch."""
-    measured = Ablation(step, count, batch, synchronize, warmup, min_duration_s,
-                        min_iterations, apart)
-    for b in itertools.islice(batches, count):
-        measured.offer(*step.to_device(b))
-    measured.block()
-    return measured.record()
 
 
 def throughput(samples_ms: list[float], batch: int, wall_s: float) -> dict:

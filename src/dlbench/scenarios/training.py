@@ -224,7 +224,7 @@ class Training(OptimizerSettings, Scenario):
             # docs/what-has-run-where.md).
             evaluation.logits()
             clock.mark("model_ready_s")
-            ceiling = Ablation(
+            ablation = Ablation(
                 step, min(loop.ABLATION_BATCHES, steps_per_epoch), batch, backend.synchronize,
                 settings["warmup_iterations"], settings["min_duration_s"],
                 settings["min_iterations"], apart=settings["breakdown"] and step.separable,
@@ -232,10 +232,10 @@ class Training(OptimizerSettings, Scenario):
             run = train(settings["epochs"], batches, step, backend.synchronize, ops.mean_loss,
                         evaluation, steps_per_epoch, settings["warmup_iterations"],
                         settings["target_accuracy"], clock.mark, settings["breakdown"],
-                        ceiling)
+                        ablation)
             device_memory = backend.device_memory()
             compilation = ops.compilation()  # of the training steps and the ablation's
-            ceiling = ceiling.record() if ceiling else None
+            ceiling = ablation.record() if ablation else None
         finally:
             ops.release()
         timing = run.timing()
