@@ -125,12 +125,22 @@ def test_report_renders_in_a_browser(workflow_run, chromium):
 
 def test_the_peak_is_measured_once_and_reused_by_the_next_report(workflow_run):
     """One GEMM peak per device and precision of the matrix; a report rendered again reads
-    the same files (not measured again: unchanged mtimes) and shows the efficiency."""
+    the same files (not measured again: unchanged mtimes) and shows the efficiency.
+
+    The peak's two threads share the 2 cores with the suite's other worker: when that
+    worker kept a core busy through every attempt, the peak is rightly `busy` (no ceiling,
+    tests/test_peak.py plants both outcomes), and the report must say so instead of
+    showing shares of a low figure (CI, 2026-11-30: busy beside a training test)."""
     folder = workflow_run / "results" / "peak"
     peaks = {path.name: path for path in folder.glob("*.json")}
     assert sorted(peaks) == ["cpu_fp32_t2.json", "gpu_fp32_t2.json"]
     cpu = json.loads(peaks["cpu_fp32_t2.json"].read_text())
-    assert cpu["status"] == "ok" and cpu["gflops"] > 0
+    if cpu["status"] == "ok":
+        assert cpu["gflops"] > 0
+    else:  # every library's every attempt got fewer than 90 % of its 2 cores
+        assert cpu["status"] == "busy", cpu["reason"]
+        attempts = [a for lib in cpu["libraries"].values() for a in lib.get("attempts", [])]
+        assert attempts and all(a["busy"] and a["cores_used"] < 1.8 for a in attempts)
     gpu = json.loads(peaks["gpu_fp32_t2.json"].read_text())
     assert gpu["status"] == "ok" or "CUDA" in gpu["reason"]
     before = {name: path.stat().st_mtime_ns for name, path in peaks.items()}
@@ -144,7 +154,11 @@ def test_the_peak_is_measured_once_and_reused_by_the_next_report(workflow_run):
     assert "Efficiency against the machine's limit" in report_html.headings(html)
     rows = [row for heading, rows in report_html.tables(html)
             if heading == "Efficiency against the machine's limit" for row in rows]
-    assert any(text.endswith("%") for row in rows for text in row)
+    shares = [text for row in rows for text in row if text.endswith("%")]
+    if cpu["status"] == "ok":
+        assert shares
+    else:
+        assert not shares and "Measured on a busy machine" in html
 
 
 def test_second_run_has_nothing_to_do(workflow_run):
