@@ -346,9 +346,9 @@ def pytest_runtest_protocol(item, nextitem):
         yield
         return
     alone = _is_alone(item)
-    # An `alone` test's fixtures are made beside other tests (the shared workflow run that
-    # the interleaved comparison starts from took 60 s, the other worker waiting): what is
-    # timed alone is its call. Consecutive `alone` tests keep the machine throughout.
+    # An `alone` test's fixtures are made beside other tests (a fixture of a minute would
+    # keep the other worker waiting): what is timed alone is its call. Consecutive `alone`
+    # tests keep the machine throughout.
     _wait_policy(alone and bool(_held.get("exclusive")))
     if not (alone and _held):
         _take(folder, exclusive=False)
@@ -378,14 +378,13 @@ def pytest_runtest_call(item):
 # its jobs run one after another, and the executor checks their status every ~12 s; it goes
 # where the other worker still has long modules), down to the modules of ~10 s, so that
 # the last module a worker takes is a short one (by name, the workers ended 40 s apart).
-# Their time in a fresh clone's run on 2026-11-27, after that day's cuts (s): 224, 132, 47,
-# 73 | 218, 270, 209, 96, 121, 119, 105, 76, 130 (mostly waiting), 61, 61, 67 | 54, 36, 30,
-# 23, 13, 21, 20, 15, 16, 11, 11, 11, 9, 9, 8; the others (6 s or less) follow by name.
+# test_compare has no `alone` test (its interleaved rounds cancel the load beside them), so
+# it follows them among the long ones. Per-module times of fresh-clone runs:
+# docs/measurements.md.
 # test_supervisor first: it forks in the worker, which must not have imported JAX yet (some
 # modules import it in-process; a fork of a process with JAX's threads can deadlock).
 ORDER = ("test_supervisor", "test_bottleneck", "test_measurement", "test_flags_under_load",
-         "test_compare",
-         "test_faults", "test_grouping", "test_training", "test_optimizations",
+         "test_faults", "test_compare", "test_grouping", "test_training", "test_optimizations",
          "test_onnxruntime",
          "test_fairness", "test_train_step_run", "test_generation", "test_pipelines",
          "test_presets", "test_slurm", "test_rounds_workflow", "test_train_step_workflow",
