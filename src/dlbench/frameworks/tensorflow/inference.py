@@ -39,9 +39,17 @@ def _eager(model, inputs: dict, optimization: Optimization):
     return lambda: _forward(model, inputs)
 
 
+# tf.function without AutoGraph: the forward pass has no control flow on tensors to convert
+# into graph ops (a Python `if` on one would fail the trace, not change it), so the graph is
+# the same, and its trace skips converting the source of every layer, which took most of
+# it: BERT base's first trace 1.9-2.1 s against 6.7-8.9 s, outputs identical (a 2-core AMD
+# EPYC, 2026-12-02; docs/measurements.md). jax.jit traces Python as it is, too.
+NO_AUTOGRAPH = {"autograph": False}
+
+
 def _function(model, inputs: dict, jit_compile: bool):
     # The inputs are arguments, not captured constants that a compiler could fold.
-    @tf.function(jit_compile=jit_compile)
+    @tf.function(jit_compile=jit_compile, **NO_AUTOGRAPH)
     def forward(input_ids, attention_mask):
         return _forward(model, {"input_ids": input_ids, "attention_mask": attention_mask})
 
@@ -112,7 +120,7 @@ class TensorFlowInference:
         reduced = _REDUCED[optimization.precision.name]
         seen: dict = {tf.float32: set(), reduced: set()}
 
-        @tf.function
+        @tf.function(**NO_AUTOGRAPH)
         def forward(input_ids, attention_mask):
             return _forward(model, {"input_ids": input_ids, "attention_mask": attention_mask})
 
