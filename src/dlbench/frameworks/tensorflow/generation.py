@@ -117,7 +117,8 @@ class TensorFlowGeneration:
             _head_on_last_position(getattr(model, BASE_LAYERS[spec.family]))
         # generate() branches on tensors and is traced with AutoGraph; the forward pass it
         # calls does not, and is traced as it is (inference's NO_AUTOGRAPH): distilgpt2's
-        # two traces under xla (the first step, the whole) 16-18 s against 24-27 s.
+        # two traces under xla (the first step, the whole) 16.3-22.2 s against 23.6-27.3 s
+        # (three processes each way, taking turns; the same ids).
         model.call = tf.autograph.experimental.do_not_convert(model.call)
         return model
 
