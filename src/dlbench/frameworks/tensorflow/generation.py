@@ -29,6 +29,7 @@ from dlbench.frameworks.tensorflow.inference import (
     _POLICIES,
     _load_pytorch_weights,
     built_to_load,
+    traced_as_is,
 )
 from dlbench.measure.decoder import HEAD_ON_LAST_POSITION, Decoder
 
@@ -115,11 +116,7 @@ class TensorFlowGeneration:
                 _load_pytorch_weights(model, Path(weights))
         if self.head_on_last_position:
             _head_on_last_position(getattr(model, BASE_LAYERS[spec.family]))
-        # generate() branches on tensors and is traced with AutoGraph; the forward pass it
-        # calls does not, and is traced as it is (inference's NO_AUTOGRAPH): distilgpt2's
-        # two traces under xla (the first step, the whole) 16.3-22.2 s against 23.6-27.3 s
-        # (three processes each way, taking turns; the same ids).
-        model.call = tf.autograph.experimental.do_not_convert(model.call)
+        traced_as_is(model)  # generate() itself is converted: it branches on tensors
         return model
 
     def inputs(self, token_ids: np.ndarray) -> dict:

@@ -39,17 +39,9 @@ def _eager(model, inputs: dict, optimization: Optimization):
     return lambda: _forward(model, inputs)
 
 
-# tf.function without AutoGraph: the forward pass has no control flow on tensors to convert
-# into graph ops (a Python `if` on one would fail the trace, not change it), so the graph is
-# the same, and its trace skips converting the source of every layer, which took most of
-# it: BERT base's first trace 1.9-2.1 s against 6.7-8.9 s, outputs identical (a 2-core AMD
-# EPYC, 2026-12-02; docs/measurements.md). jax.jit traces Python as it is, too.
-NO_AUTOGRAPH = {"autograph": False}
-
-
 def _function(model, inputs: dict, jit_compile: bool):
     # The inputs are arguments, not captured constants that a compiler could fold.
-    @tf.function(jit_compile=jit_compile, **NO_AUTOGRAPH)
+    @tf.function(jit_compile=jit_compile)
     def forward(input_ids, attention_mask):
         return _forward(model, {"input_ids": input_ids, "attention_mask": attention_mask})
 
@@ -90,6 +82,7 @@ class TensorFlowInference:
         if weights is not None:
             with tf.device(self.backend.device_name):
                 _load_pytorch_weights(model, Path(weights))
+        traced_as_is(model)
         return model
 
     def inputs(self, token_ids: np.ndarray) -> dict:
@@ -120,7 +113,7 @@ class TensorFlowInference:
         reduced = _REDUCED[optimization.precision.name]
         seen: dict = {tf.float32: set(), reduced: set()}
 
-        @tf.function(**NO_AUTOGRAPH)
+        @tf.function
         def forward(input_ids, attention_mask):
             return _forward(model, {"input_ids": input_ids, "attention_mask": attention_mask})
 
@@ -141,6 +134,18 @@ class TensorFlowInference:
         graphs) and the float32 policy."""
         tf.keras.backend.clear_session()
         tf.keras.mixed_precision.set_global_policy("float32")
+
+
+def traced_as_is(model) -> None:
+    """The model's forward pass left out of AutoGraph's conversion in every tf.function
+    that calls it (a recipe's, a training step's, generate()'s): it has no control flow on
+    tensors to convert into graph ops (a Python `if` on one would fail the trace, not
+    change it), so the graph is the same, and its trace skips converting the source of
+    every layer, which took most of it (a 2-core AMD EPYC, 2026-12-02): BERT base's first
+    graph call 1.9-2.1 s against 6.7-8.9 s, its outputs identical; distilgpt2's two xla
+    traces 16.3-22.2 s against 23.6-27.3 s, the same ids. jax.jit traces Python as it
+    is, too."""
+    model.call = tf.autograph.experimental.do_not_convert(model.call)
 
 
 @contextlib.contextmanager

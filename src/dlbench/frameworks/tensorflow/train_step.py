@@ -15,7 +15,7 @@ import tensorflow as tf
 from dlbench.catalogue.models import ModelSpec
 from dlbench.catalogue.optimizers import Optimizer
 from dlbench.catalogue.recipes import Optimization
-from dlbench.frameworks.tensorflow.inference import NO_AUTOGRAPH, TensorFlowInference
+from dlbench.frameworks.tensorflow.inference import TensorFlowInference
 from dlbench.frameworks.tensorflow.optimizer import is_legacy, make_optimizer
 from dlbench.measure.parts import StepParts
 
@@ -124,9 +124,7 @@ class TensorFlowTrainStep:
         step = _Gradients(model, opt)
         gradients, apply = step.gradients, step.apply
         if recipe in ("graph", "xla"):
-            # The forward and backward pass traced without AutoGraph (inference's
-            # NO_AUTOGRAPH); the optimizer's step keeps it.
-            gradients = tf.function(gradients, jit_compile=recipe == "xla", **NO_AUTOGRAPH)
+            gradients = tf.function(gradients, jit_compile=recipe == "xla")
             apply = tf.function(apply, jit_compile=recipe == "xla")
         ids, mask = inputs["input_ids"], inputs["attention_mask"]
         handed: list = []  # the gradients, from one part to the next
