@@ -13,6 +13,14 @@ cell's IQR, the fixed workload's IQR measured beside it, the limit, and the flag
 the workload's 2.1-4.6% (no flag); beside the 0.1- and 0.2-core tickers 2.8-10.0% and
 2.8-11.2% (no flag; other load 0.09-0.19 cores); beside the spinner 34-84% and 25-900%,
 every cell flagged busy (3 of 6 unstable too; other load 0.72-0.81 cores).
+
+2-core AMD EPYC (AVX-512, bf16; family 0x1a), 2026-12-02, --repeat 3: idle, the cells' IQR
+2.2-6.4% and the workload's 0.9-2.3%; beside the tickers 1.3-12.0% and 0.9-4.1% (other load
+0.10-0.18 cores; one cell at 12.0% beside 0.9%, flagged unstable); beside the spinner
+17-171% and 4.5-445%, every cell flagged busy (4 of 9 unstable too, at three
+times the workload; other load 0.62-0.80).
+A cell's IQR over the workload's, idle (these 9 cells and 12 more of the same three):
+median 3.2, 90th percentile 5.7, highest 7.4 — the limit's multiple is set above it.
 """
 
 import argparse

@@ -69,15 +69,16 @@ def test_flags_name_their_reason():
 
 
 def test_a_spread_that_the_machine_shows_too_is_not_the_cells():
-    """The unstable limit is 10% of the median, or 3x the spread of the fixed workload
-    timed beside the cell where that is higher (dlbench.measure.noise)."""
-    assert not flags(0.20, [None], noise={"relative_iqr": 0.08})["unstable"]
-    beside_quiet = flags(0.15, [None], noise={"relative_iqr": 0.03})
+    """The unstable limit is 10% of the median, or 8x the spread of the fixed workload
+    timed beside the cell where that is higher (dlbench.measure.noise): CI's idle cells
+    spread by 16% beside a workload's 4.1%."""
+    assert not flags(0.164, [None], noise={"relative_iqr": 0.041})["unstable"]
+    beside_quiet = flags(0.15, [None], noise={"relative_iqr": 0.01})
     assert beside_quiet["reasons"] == [
-        "unstable: IQR is 15% of the median (limit 10%; a fixed workload's beside it: 3%)"]
-    beside_noisy = flags(0.30, [None], noise={"relative_iqr": 0.08})
+        "unstable: IQR is 15% of the median (limit 10%; a fixed workload's beside it: 1%)"]
+    beside_noisy = flags(0.40, [None], noise={"relative_iqr": 0.04})
     assert beside_noisy["reasons"] == [
-        "unstable: IQR is 30% of the median (limit 24%; a fixed workload's beside it: 8%)"]
+        "unstable: IQR is 40% of the median (limit 32%; a fixed workload's beside it: 4%)"]
     assert flags(0.11, [None])["unstable"]  # no workload measured: the fixed limit
 
 

@@ -4,7 +4,7 @@ measures, the analysis recomputes them from the stored figures.
 Noise flags say that the timing may not be what an idle machine would give; a cell with
 one is what `measurement.retry_noisy` measures again:
 - unstable: the spread of the iterations (IQR) is large: above a fixed share of the median,
-  and above three times the machine's own noise measured beside the cell (dlbench.measure.noise),
+  and above eight times the machine's own noise measured beside the cell (dlbench.measure.noise),
   so that a machine that spreads every workload alike does not flag every cell;
 - noisy machine: the host stole CPU time from this virtual machine during the timed loop;
 - busy machine: other processes kept cores busy that the cell needed, during the timed
@@ -19,7 +19,7 @@ One more flag is not noise, and repeating does not change it:
 
 from dlbench.measure import noise as machine_noise
 
-# A cell whose IQR exceeds this fraction of its median (and 3x the machine's own noise).
+# A cell whose IQR exceeds this fraction of its median (and 8x the machine's own noise).
 UNSTABLE_RELATIVE_IQR = 0.10
 NOISY_STEAL_FRACTION = 0.05  # a cell measured while the host stole more of the CPU
 # Cores kept busy by other processes beyond those the cell left free (the machine's

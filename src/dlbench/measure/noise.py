@@ -7,7 +7,7 @@ A cell's spread (the IQR of its iterations) has two parts: what the machine does
 work at that moment (a host's neighbours, timer interrupts, frequency changes, a sampler
 waking up, each of which stalls a 2-thread step at its next barrier), and what the cell
 itself does (garbage collection, a loader that sometimes waits, a recompilation). Only the
-second is the cell's: a cell is flagged unstable when its spread is above three times this
+second is the cell's: a cell is flagged unstable when its spread is above eight times this
 workload's as well as above the fixed limit (dlbench.measure.flags), and the machine's own
 figure is shown once, in the report's measurement section, instead of on every row.
 BERT base at batch 1 (bench/machine_noise.py, 2-core Xeon, 2026-11-29): idle, its IQR was
@@ -34,12 +34,16 @@ WARMUP_S = 0.25
 SAMPLE_S = 0.01  # each sample: as many products as take at least this long
 MIN_SAMPLES = 12
 SIZE = 384  # the products' side: a few ms on 2 cores, bound by arithmetic, not memory
-# A cell's IQR above this many times the workload's is the cell's own. In an idle default
-# run (31 cells, 2026-11-29), a cell's IQR over the workload's beside it had a median of 1.3
-# and a 90th percentile of 2.7 (up to 7.2: both are estimates from a few dozen samples);
-# beside a 0.2-core ticker, up to 3.6 (bench/machine_noise.py). Three times keeps the flag
-# for what one cell does beyond the machine, on a machine noisy enough to pass 10%.
-LIMIT_MULTIPLE = 3.0
+# A cell's IQR above this many times the workload's is the cell's own: above what the ratio
+# reaches on a machine where nothing else runs. The ratio is not near 1 (a cell's iterations
+# are one call each, the workload's samples ~10 ms of identical products) and differs by
+# machine: in an idle default run on a 2-core Xeon (31 cells, 2026-11-29) its median was 1.3
+# and its highest 7.2; on a 2-core AMD EPYC with AVX-512 (2026-12-02, bench/machine_noise.py
+# and the cells of tests/test_flags_under_load.py, 21 idle cells) its median was 3.2, its
+# 90th percentile 5.7 and its highest 7.4 (beside 0.1-0.2-core tickers: 1.9, 4.6, 13.3 over
+# 18). At three times, the limit sat at that machine's median: where the workload spreads by
+# 4% (CI's machine, 2026-12-01), idle cells at 16% were flagged, 2 of 3 in the flags test.
+LIMIT_MULTIPLE = 8.0
 
 
 def probe(product: Callable[[], object], synchronize: Callable[[], None],
