@@ -297,6 +297,31 @@ print(json.dumps(ops.compilation()))
 """
 
 
+def _inner_products(tmp_path, model: str, optimization: str) -> int:
+    """How many oneDNN inner products (its linear layer's primitive) a cell executed, as
+    ONEDNN_VERBOSE lists them."""
+    done = subprocess.run(
+        [sys.executable, "-m", "dlbench", "run", "--framework=pytorch", f"--model={model}",
+         "--device=cpu", "--batch", "1", "--seqlen", "8", f"--optimization={optimization}",
+         "--min-duration-s=0.05", "--min-iterations=3", "--target-ci=0",
+         f"--out-dir={tmp_path / optimization}"],
+        capture_output=True, text=True, timeout=300, env=tool_env(ONEDNN_VERBOSE="1"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    [record] = [json.loads(p.read_text()) for p in (tmp_path / optimization).glob("*.json")]
+    assert record["status"] == "ok", record["reason"]
+    return len(re.findall(r"exec,cpu,inner_product", done.stdout + done.stderr))
+
+
+@pytest.mark.slow
+def test_the_onednn_recipe_runs_the_linear_layers_in_onednn(tmp_path):
+    """nn.Linear calls MKL's sgemm in PyTorch's x86 builds; `onednn` runs every linear
+    layer as oneDNN's inner product instead — BERT's nn.Linear and GPT-2's Conv1D alike —
+    and eager runs none (its answer is checked in tests/test_optimizations.py)."""
+    assert _inner_products(tmp_path / "bert", "tiny-bert", "eager") == 0
+    assert _inner_products(tmp_path / "bert", "tiny-bert", "onednn") > 0
+    assert _inner_products(tmp_path / "gpt2", "tiny-gpt2", "onednn") > 0
+
+
 @pytest.mark.slow
 def test_a_model_that_did_not_compile_to_one_graph_is_counted_and_flagged():
     from dlbench.measure.flags import flags

@@ -51,6 +51,14 @@ def test_optimization_of_the_other_framework_is_unsupported():
         is None
 
 
+def test_a_cpu_only_recipe_on_a_gpu_is_unsupported_with_its_reason():
+    assert inference_cell("pytorch", "tiny-bert", "cpu", 1, 8, "onednn").unsupported_reason() \
+        is None
+    assert inference_cell("pytorch", "tiny-bert", "gpu", 1, 8, "onednn").unsupported_reason() \
+        == ("optimization 'onednn': oneDNN's linear layers run on the CPU (on a GPU cuBLAS "
+            "does them)")
+
+
 def test_sequence_longer_than_the_model_is_unsupported():
     assert inference_cell("pytorch", "gpt2", "cpu", 1, 1024, "eager").unsupported_reason() is None
     reason = inference_cell("pytorch", "bert-base-uncased", "cpu", 1, 1024,

@@ -262,6 +262,8 @@ print("torch imported:", "torch" in sys.modules)
         ("pytorch", "tiny-distilgpt2", "torchscript"),  # GPT-2's mask: traced without it
         ("pytorch", "tiny-xlm", "torchscript"),  # XLM masks padding ids: there are none
         ("pytorch", "tiny-xlnet", "torchscript-bf16"),
+        ("pytorch", "tiny-bert", "onednn"),
+        ("pytorch", "tiny-distilgpt2", "onednn"),  # GPT-2's Conv1D layers too
         ("pytorch", "tiny-bert", "compile"),
         # compile-max-autotune: test_fairness compiles its recipe on two GEMMs (its
         # kernels, one graph); a tiny-bert cell of its own here took 50 s more. So no

@@ -74,6 +74,8 @@ class Recipe:
     precisions: tuple[str, ...] = ()
     # Why the recipe needs a GPU, if it does.
     gpu_only: str | None = None
+    # Why the recipe runs on the CPU only, if it does.
+    cpu_only: str | None = None
     # The protocol this recipe is measured with: raised whenever what it measures changes,
     # so that a workflow measures its cells again instead of reusing older results.
     protocol: int = 1
@@ -164,6 +166,8 @@ class Optimization:
             for why in (self.recipe.gpu_only, self.precision.gpu_only):
                 if why:
                     return f"optimization '{self.name}': {why}"
+        elif self.recipe.cpu_only:
+            return f"optimization '{self.name}': {self.recipe.cpu_only}"
         return None
 
     def describe(self, device: str | None = None) -> dict:

@@ -55,6 +55,7 @@ class PyTorchInference:
         self.recipes = {
             "eager": self._eager,
             "torchscript": self._torchscript,
+            "onednn": self._onednn,
             "compile": self._compile,
             "compile-max-autotune": self._compile,
             "compile-reduce-overhead": self._compile,
@@ -218,6 +219,12 @@ class PyTorchInference:
                                      example_kwarg_inputs={"input_ids": ids})
         return self._step(lambda: traced(input_ids=ids), context)
 
+    def _onednn(self, model, inputs: dict, optimization: Optimization):
+        if not _products_through_onednn(model):
+            raise ValueError(f"{type(model).__name__} has no nn.Linear or Conv1D layer for "
+                             "oneDNN to run")
+        return self._eager(model, inputs, optimization)
+
     def _compile(self, model, inputs: dict, optimization: Optimization):
         self.caches.fresh()
         options = dict(optimization.recipe.inductor_cpu) if self.device.type == "cpu" else {}
@@ -241,6 +248,29 @@ class PyTorchInference:
         while self._undo:
             self._undo.pop()()
         self._mask_skipped = self._compiled = False
+
+
+def _products_through_onednn(model: torch.nn.Module) -> int:
+    """Replace every nn.Linear, and transformers' Conv1D (GPT-2's linear layers, their
+    weight transposed), with torch.utils.mkldnn's MkldnnLinear, whose product is oneDNN's;
+    how many layers now run through oneDNN (a group's model is converted by its first
+    cell)."""
+    from torch.utils.mkldnn import MkldnnLinear
+    from transformers.pytorch_utils import Conv1D
+
+    def as_linear(layer: Conv1D) -> torch.nn.Linear:
+        linear = torch.nn.Linear(*layer.weight.shape)
+        linear.weight, linear.bias = (torch.nn.Parameter(layer.weight.detach().t()),
+                                      layer.bias)
+        return linear
+
+    for parent in list(model.modules()):
+        for name, child in list(parent.named_children()):
+            if isinstance(child, torch.nn.Linear):
+                setattr(parent, name, MkldnnLinear(child, torch.float32))
+            elif isinstance(child, Conv1D):
+                setattr(parent, name, MkldnnLinear(as_linear(child), torch.float32))
+    return sum(isinstance(layer, MkldnnLinear) for layer in model.modules())
 
 
 class _LastHiddenState(torch.nn.Module):

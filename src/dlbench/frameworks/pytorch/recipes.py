@@ -24,6 +24,15 @@ RECIPES = (
     Recipe("torchscript",
            "torch.jit.trace of the model (as in the 2019 transformers benchmark)", INFERENCE,
            compiled=True, protocol=_SAME_ATTENTION),
+    # The products of every linear layer through oneDNN, PyTorch's other CPU library: in
+    # the x86 builds nn.Linear calls MKL's sgemm, which on an AMD EPYC with full 512-bit
+    # units (Zen 5) reached 208 GFLOP/s against oneDNN's 454 through PyTorch; BERT base
+    # eager ran 1.8-2.2x as fast this way there, the output within 9e-7 (2026-12-02,
+    # docs/measurements.md). Op by op otherwise: an eager recipe.
+    Recipe("onednn", "PyTorch eager with every linear layer's product through oneDNN "
+           "(torch.utils.mkldnn's MkldnnLinear) instead of MKL's sgemm", INFERENCE,
+           precisions=("fp32",),
+           cpu_only="oneDNN's linear layers run on the CPU (on a GPU cuBLAS does them)"),
     Recipe("compile",
            "torch.compile, default mode (Inductor; on the CPU with frozen weights)", INFERENCE,
            compiled=True, protocol=_SAME_ATTENTION, compile_mode="default",
