@@ -117,6 +117,22 @@ def test_each_cell_is_set_against_its_own_frameworks_gemm(cells, peaks):
     assert graph["fraction_of_own_gemm"] == pytest.approx(4 * graph["fraction_of_peak"])
 
 
+def test_a_recipe_that_runs_another_library_is_set_against_that_ones_rate(peaks):
+    """PyTorch's onednn runs its linear layers in oneDNN, not MKL: at 1.5 times MKL's
+    rate (PyTorch's default library's) it is below oneDNN's, and not above its ceiling;
+    eager at the same speed is."""
+    own_s = BERT_FLOPS / 1e9 / OWN["pytorch"][1]
+    summary = frame(
+        cell("pytorch", "onednn", 1e3 * own_s / 1.5, model=BERT, seqlen=128,
+             intra_op_threads=2),
+        cell("pytorch", "eager", 1e3 * own_s / 1.5, model=BERT, seqlen=128,
+             intra_op_threads=2)).assign(scenario="inference")
+    cells = efficiency.efficiency(summary, peaks).set_index("optimization")
+    assert cells.loc["onednn", "own_gemm_gflops"] == PEAK  # oneDNN's, the peak's library
+    assert cells.loc["eager", "own_gemm_gflops"] == OWN["pytorch"][1]
+    assert cells["above_own_gemm"].to_dict() == {"onednn": False, "eager": True}
+
+
 def test_a_cell_above_the_peak_is_flagged_with_its_numbers(peaks):
     """A TensorFlow cell at 146% of the peak (issue 17's figure) is a measurement
     problem, shown with its time, rate and the peak's library; one just below 100% is

@@ -30,13 +30,19 @@ import pandas as pd
 
 from dlbench import scenarios
 from dlbench.analysis.summary import axes
+from dlbench.catalogue import frameworks, recipes
 from dlbench.catalogue.axes import FRAMEWORKS
 from dlbench.format import fmt_ms, fmt_percent, framework_name, md_text, na, sentence
 
 PEAK_KEYS = ["device", "precision", "threads"]
 _GEMM = [f"gemm_{framework}" for framework in FRAMEWORKS]
+# Every library's rate, for the recipes whose layers run another than their framework's
+# default (Recipe.gemm_library: PyTorch's onednn).
+_LIBRARY = [f"library_{library.key}" for framework in FRAMEWORKS
+            for library in frameworks.get(framework).gemm_libraries]
 _PEAK_COLUMNS = PEAK_KEYS + ["status", "reason", "peak_gflops", "peak_library",
-                             "peak_hardware", "theoretical_gflops", "theoretical_label"] + _GEMM
+                             "peak_hardware", "theoretical_gflops", "theoretical_label",
+                             *_GEMM, *_LIBRARY]
 # Above this share of the peak a cell is flagged: the measurement is wrong somewhere.
 ABOVE_PEAK = 1.0
 
@@ -60,9 +66,12 @@ def load_peaks(paths: Iterable[str | Path]) -> pd.DataFrame:
                      "theoretical_gflops": about.get("gflops") or np.nan,
                      "theoretical_label": about.get("label", "unknown"),
                      **{f"gemm_{fw}": (own.get(fw) or {}).get("gflops", np.nan)
-                        for fw in FRAMEWORKS}})
+                        for fw in FRAMEWORKS},
+                     **{f"library_{key}": measured.get("gflops", np.nan)
+                        for key, measured in (record.get("libraries") or {}).items()
+                        if measured.get("status") == "ok"}})
     return pd.DataFrame(rows, columns=_PEAK_COLUMNS).astype(
-        {column: float for column in ["peak_gflops", "theoretical_gflops"] + _GEMM})
+        {column: float for column in ["peak_gflops", "theoretical_gflops", *_GEMM, *_LIBRARY]})
 
 
 def libraries(paths: Iterable[str | Path]) -> pd.DataFrame:
@@ -149,6 +158,18 @@ def _iteration_flops(row) -> float:
     return np.nan if counted is None else counted
 
 
+def _own_gemm(row) -> float:
+    """The rate of the product the cell's linear layers run: its recipe's library where it
+    names one (PyTorch's onednn: oneDNN's), else its framework's default library."""
+    try:
+        library = recipes.optimization(row["scenario"], row["optimization"],
+                                       row["framework"]).recipe.gemm_library
+    except KeyError:  # a name this dlbench does not declare (an older record's)
+        library = None
+    column = f"library_{library}" if library else f"gemm_{row['framework']}"
+    return row.get(column, np.nan)
+
+
 def efficiency(frame: pd.DataFrame, peaks: pd.DataFrame) -> pd.DataFrame:
     """The timed cells of the scenarios with FLOP counts, with `flops` (per timed
     iteration), `achieved_gflops`, `threads` (the intra-op threads the cell used), the
@@ -170,7 +191,7 @@ def efficiency(frame: pd.DataFrame, peaks: pd.DataFrame) -> pd.DataFrame:
     cells = cells.copy()
     cells.index.name = None
     cells["fraction_of_peak"] = cells["achieved_gflops"] / cells["peak_gflops"]
-    own = [row.get(f"gemm_{row['framework']}", np.nan) for _, row in cells.iterrows()]
+    own = [_own_gemm(row) for _, row in cells.iterrows()]
     cells["own_gemm_gflops"] = pd.Series(own, index=cells.index, dtype=float)
     cells["fraction_of_own_gemm"] = cells["achieved_gflops"] / cells["own_gemm_gflops"]
     # (A cell exactly at its ceiling is not above it, whatever the rounding.)

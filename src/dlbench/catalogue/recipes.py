@@ -76,6 +76,9 @@ class Recipe:
     gpu_only: str | None = None
     # Why the recipe runs on the CPU only, if it does.
     cpu_only: str | None = None
+    # The library whose matrix product its linear layers run where it is not the
+    # framework's default (a GemmLibrary key): the efficiency's "own GEMM" of its cells.
+    gemm_library: str | None = None
     # The protocol this recipe is measured with: raised whenever what it measures changes,
     # so that a workflow measures its cells again instead of reusing older results.
     protocol: int = 1

@@ -31,7 +31,7 @@ RECIPES = (
     # docs/measurements.md). Op by op otherwise: an eager recipe.
     Recipe("onednn", "PyTorch eager with every linear layer's product through oneDNN "
            "(torch.utils.mkldnn's MkldnnLinear) instead of MKL's sgemm", INFERENCE,
-           precisions=("fp32",),
+           precisions=("fp32",), gemm_library="torch-onednn",
            cpu_only="oneDNN's linear layers run on the CPU (on a GPU cuBLAS does them)"),
     Recipe("compile",
            "torch.compile, default mode (Inductor; on the CPU with frozen weights)", INFERENCE,
