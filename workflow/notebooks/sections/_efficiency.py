@@ -39,7 +39,7 @@ if len(scenarios(everything)) > 1:  # the first common section: out of the last 
 # arithmetic, taking each library's best batch (`dlbench peak`, measured once and kept in
 # `results/peak/`). The peak is the best library, named below; each framework's **own GEMM**
 # is the product its layers run (for PyTorch on the CPU MKL's sgemm, in eager, traced and
-# compiled cells alike), so that a gap between the frameworks that is a gap between their
+# compiled cells alike; oneDNN's in its onednn cells), so that a gap between the frameworks that is a gap between their
 # libraries shows. A library that did not get the cores of its threads is measured again;
 # one that never did is listed as busy and is no ceiling. Where the CPU tells its vector
 # width, FMA units and clock, the theoretical figure stands beside it with its assumptions
