@@ -39,12 +39,13 @@ if len(scenarios(everything)) > 1:  # the first common section: out of the last 
 # arithmetic, taking each library's best batch (`dlbench peak`, measured once and kept in
 # `results/peak/`). The peak is the best library, named below; each framework's **own GEMM**
 # is the product its layers run (for PyTorch on the CPU MKL's sgemm, in eager, traced and
-# compiled cells alike; oneDNN's in its onednn cells), so that a gap between the frameworks that is a gap between their
-# libraries shows. A library that did not get the cores of its threads is measured again;
-# one that never did is listed as busy and is no ceiling. Where the CPU tells its vector
-# width, FMA units and clock, the theoretical figure stands beside it with its assumptions
-# (a virtual machine shows only its host's nominal clock: the cores may run faster than that
-# figure says). **% of peak** is achieved over peak: the share of the machine's best
+# compiled cells alike; oneDNN's in its onednn cells), so that a gap between the frameworks
+# that is a gap between their libraries shows. A library that did not get the cores of its
+# threads is measured again; one that never did is listed as busy and is no ceiling. Where
+# the CPU tells its vector width, FMA units and clock, the theoretical figure stands beside
+# it with its assumptions (a virtual machine shows only its host's nominal clock: the cores
+# may run faster than that figure says). **% of peak** is achieved over peak: the share of
+# the machine's best
 # matrix-product speed that the whole model reached, copies, softmax and framework overhead
 # included — small inputs leave most of it unused. A cell above 100% of the peak or of its
 # own GEMM is a measurement problem — its time, its FLOP count or the ceiling is wrong —: it
