@@ -6,6 +6,7 @@ import json
 
 import matplotlib
 import numpy as np
+import pandas as pd
 import pytest
 
 from dlbench.analysis import efficiency, roofline
@@ -117,16 +118,20 @@ def test_each_cell_is_set_against_its_own_frameworks_gemm(cells, peaks):
     assert graph["fraction_of_own_gemm"] == pytest.approx(4 * graph["fraction_of_peak"])
 
 
+def _pytorch_bert(**rates: float) -> pd.DataFrame:
+    """PyTorch BERT base inference cells (b1 s128, 2 threads), one per optimization, each
+    timed at the given multiple of PyTorch's own GEMM rate (MKL's)."""
+    own_s = BERT_FLOPS / 1e9 / OWN["pytorch"][1]
+    return frame(*(cell("pytorch", optimization, 1e3 * own_s / rate, model=BERT, seqlen=128,
+                        intra_op_threads=2) for optimization, rate in rates.items())
+                 ).assign(scenario="inference")
+
+
 def test_a_recipe_that_runs_another_library_is_set_against_that_ones_rate(peaks):
     """PyTorch's onednn runs its linear layers in oneDNN, not MKL: at 1.5 times MKL's
     rate (PyTorch's default library's) it is below oneDNN's, and not above its ceiling;
     eager at the same speed is."""
-    own_s = BERT_FLOPS / 1e9 / OWN["pytorch"][1]
-    summary = frame(
-        cell("pytorch", "onednn", 1e3 * own_s / 1.5, model=BERT, seqlen=128,
-             intra_op_threads=2),
-        cell("pytorch", "eager", 1e3 * own_s / 1.5, model=BERT, seqlen=128,
-             intra_op_threads=2)).assign(scenario="inference")
+    summary = _pytorch_bert(onednn=1.5, eager=1.5)
     cells = efficiency.efficiency(summary, peaks).set_index("optimization")
     assert cells.loc["onednn", "own_gemm_gflops"] == PEAK  # oneDNN's, the peak's library
     assert cells.loc["eager", "own_gemm_gflops"] == OWN["pytorch"][1]
@@ -167,12 +172,7 @@ def test_a_cell_above_its_own_frameworks_gemm_is_flagged_and_never_wins(peaks, p
     not win the answer — the runner-up does."""
     from dlbench.analysis import headline
 
-    own_s = BERT_FLOPS / 1e9 / OWN["pytorch"][1]
-    summary = frame(
-        cell("pytorch", "eager", 1e3 * own_s / 1.20, model=BERT, seqlen=128,
-             intra_op_threads=2),
-        cell("pytorch", "torchscript", 1e3 * own_s / 0.90, model=BERT, seqlen=128,
-             intra_op_threads=2)).assign(scenario="inference")
+    summary = _pytorch_bert(eager=1.20, torchscript=0.90)
     cells = efficiency.efficiency(summary, peaks).set_index("optimization")
     assert not cells["above_peak"].any()  # 60% of the machine's peak
     assert cells["above_own_gemm"].to_dict() == {"eager": True, "torchscript": False}
