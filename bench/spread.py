@@ -3,6 +3,7 @@ measured in many fresh processes, several ways taking turns (A B C â€¦, C B A â€
 machine's drift falls on every way alike), each way changing one likely cause.
 
     .venv/bin/python bench/spread.py [--processes 10] [--loop-s 3] [--ways baseline ...]
+        [--framework pytorch] [--optimization eager]
 
 Per way: the median of its processes' medians, the spread of their logs (the standard
 deviation, raw), the same with the machine's drift taken out (each turn's level, from all
@@ -21,7 +22,9 @@ construction: compare three or more). The ways:
   malloc (GLIBC_TUNABLES=glibc.malloc.hugetlb=1) ask for them (fewer page faults and TLB
   misses; where THP is `always` or `never` this changes little);
 - no-aslr: the process's addresses not randomized (`setarch -R`): every process lays out
-  its memory alike, so that a spread from where its buffers land in the caches narrows.
+  its memory alike, so that a spread from where its buffers land in the caches narrows;
+- one-thread: the cell on one thread (--threads=1): whether the spread is in each core or
+  in splitting each operation across both (bench/thread_noise.py times that on a product).
 
 Run it on an idle machine; it reports, it does not decide.
 """
@@ -41,8 +44,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from dlbench.analysis.rounds import _polish  # noqa: E402
 
-CELL = ["--framework=pytorch", "--model=bert-base-uncased", "--device=cpu", "--batch=1",
-        "--seqlen=16", "--optimization=eager"]
+CELL = ["--model=bert-base-uncased", "--device=cpu", "--batch=1", "--seqlen=16"]
 # Per way: its `dlbench run` options, its environment, the command it runs under.
 WAYS = {
     "baseline": ([], {}, []),
@@ -53,14 +55,15 @@ WAYS = {
     "huge-pages": ([], {"THP_MEM_ALLOC_ENABLE": "1",
                         "GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}, []),
     "no-aslr": ([], {}, ["setarch", os.uname().machine, "-R"]),
+    "one-thread": (["--threads=1"], {}, []),
 }
 
 
-def measure(way: str, loop_s: float) -> dict:
+def measure(way: str, loop_s: float, cell: list[str]) -> dict:
     args, env, under = WAYS[way]
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "runs" / "cell.json"
-        subprocess.run([*under, sys.executable, "-m", "dlbench", "run", *CELL,
+        subprocess.run([*under, sys.executable, "-m", "dlbench", "run", *cell,
                         f"--min-duration-s={loop_s}", "--min-iterations=6", "--target-ci=0",
                         *args, f"--out={out}"], check=True, capture_output=True,
                        env={**os.environ, **env})
@@ -72,18 +75,22 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=10)
     parser.add_argument("--loop-s", type=float, default=3.0)
     parser.add_argument("--ways", nargs="+", choices=list(WAYS), default=list(WAYS))
+    parser.add_argument("--framework", default="pytorch")
+    parser.add_argument("--optimization", default="eager")
     args = parser.parse_args()
+    cell = [*CELL, f"--framework={args.framework}", f"--optimization={args.optimization}"]
     medians = {way: [] for way in args.ways}
     iqrs = {way: [] for way in args.ways}
     for turn in range(args.processes):
         for way in args.ways if turn % 2 == 0 else args.ways[::-1]:
-            timing = measure(way, args.loop_s)
+            timing = measure(way, args.loop_s, cell)
             medians[way].append(timing["median_ms"])
             iqrs[way].append(timing["relative_iqr"])
     logs = np.log(np.array([medians[way] for way in args.ways]))
     residuals, drift = _polish(logs)
-    print(f"{args.processes} processes a way, {args.loop_s:g}-s loops; the machine's drift "
-          f"between turns: {np.expm1(drift.min()):+.1%} to {np.expm1(drift.max()):+.1%}")
+    print(f"{' '.join(cell)}: {args.processes} processes a way, {args.loop_s:g}-s loops; "
+          f"the machine's drift between turns: {np.expm1(drift.min()):+.1%} to "
+          f"{np.expm1(drift.max()):+.1%}")
     print(f"{'way':14}{'median ms':>10}{'sd(log)':>9}{'drift out':>10}{'IQR within':>11}")
     for row, way in enumerate(args.ways):
         raw = statistics.stdev(logs[row])
