@@ -97,6 +97,8 @@ def main() -> None:
         corrected = math.sqrt(float((residuals[row] ** 2).sum()) / (args.processes - 1))
         print(f"{way:14}{statistics.median(medians[way]):>10.2f}{raw:>9.3f}"
               f"{corrected:>10.3f}{statistics.median(iqrs[way]):>11.3f}")
+    for way in args.ways:  # a cell whose processes run at one of two speeds shows here
+        print(f"{way}: " + " ".join(f"{m:.1f}" for m in medians[way]))
     if len(args.ways) == 2:  # each turn's level is then the two ways' midpoint
         print("(two ways: their residuals are equal and opposite, so 'drift out' cannot tell "
               "them apart; compare sd(log), or add a third way)")
