@@ -24,7 +24,8 @@ construction: compare three or more). The ways:
 - no-aslr: the process's addresses not randomized (`setarch -R`): every process lays out
   its memory alike, so that a spread from where its buffers land in the caches narrows;
 - one-thread: the cell on one thread (--threads=1): whether the spread is in each core or
-  in splitting each operation across both (bench/thread_noise.py times that on a product).
+  in splitting each operation across both (bench/thread_noise.py times that on a product);
+- no-onednn: TensorFlow without its oneDNN kernels (TF_ENABLE_ONEDNN_OPTS=0; TensorFlow only).
 
 Run it on an idle machine; it reports, it does not decide.
 """
@@ -56,6 +57,7 @@ WAYS = {
                         "GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}, []),
     "no-aslr": ([], {}, ["setarch", os.uname().machine, "-R"]),
     "one-thread": (["--threads=1"], {}, []),
+    "no-onednn": ([], {"TF_ENABLE_ONEDNN_OPTS": "0"}, []),
 }
 
 
