@@ -8,14 +8,15 @@ then taking turns in short timed slices — one process times its forward pass w
 other waits on a pipe, using no CPU — so that each pair of slices is seconds apart. Several
 such pairs of fresh processes, the first to time taking turns.
 
-Per pair of processes: the median of each side's slice medians and their ratio, and the
-spread of the slices' log-ratios (standard deviation) beside that of each side's own
-slices: where the pace moves both sides alike, the ratio spreads less than either side.
-Over the pairs: the spread of the pairs' log-ratios, which is what a ratio from one
-process a side carries (the rounds' figure), against the machine's drift within a pair.
+Per pair of processes: each side's median (of its slices' medians), the paired ratio
+(the median of the slices' ratios, each slice against the other side's next to it), and
+the spread of the slices' logs (standard deviation) for each side and for their ratio.
+Over the pairs: the spread of each side's medians and of the paired ratios, against that
+of the ratios of unpaired processes (side a of one pair over side b of every other pair):
+where the machine's pace moves both processes alike, the paired ratios spread less.
 
     .venv/bin/python bench/live_pairs.py [--pairs 4] [--slices 12] [--slice-s 1]
-        [--a pytorch:onednn] [--b tensorflow:graph] [--batch 1] [--seqlen 16]
+        [--a pytorch:onednn] [--b tensorflow:graph] [--batch 1] [--seqlen 16] [--threads 2]
 
 Run it on an idle machine; it reports, it does not decide.
 """
@@ -40,9 +41,12 @@ def child(framework: str, optimization: str, batch: int, seqlen: int, threads: i
     from dlbench.catalogue import frameworks, recipes
     from dlbench.catalogue.models import get_model
     from dlbench.frameworks import import_ops, load_backend, load_ops
+    from dlbench.measure import env
     from dlbench.scenarios import registry
     from dlbench.scenarios.inference import prepare
 
+    env.set_thread_variables(threads)  # as `dlbench run` does: before the pools load
+    frameworks.leave_out_unused_imports(framework)
     backend = load_backend(framework, "cpu", threads, 1)
     import_ops(framework, "inference")
     scenario = registry.get("inference")
@@ -120,19 +124,25 @@ def main() -> None:
         return
     print(f"{args.a} over {args.b}, BERT base b{args.batch} s{args.seqlen}, {args.slices} "
           f"slices of {args.slice_s:g} s a side in each pair of processes")
-    ratios = []
+    medians, ratios = ([], []), []
     for index in range(args.pairs):
         a, b = pair(args, index % 2)
         logs = [math.log(x / y) for x, y in zip(a, b, strict=True)]
         ratio = math.exp(statistics.median(logs))
+        medians[0].append(statistics.median(a))
+        medians[1].append(statistics.median(b))
         ratios.append(ratio)
-        print(f"pair {index}: {statistics.median(a):8.2f} / {statistics.median(b):8.2f} ms = "
-              f"{ratio:.3f}; sd(log) of slices: a {sd_log(a):.3f}, b {sd_log(b):.3f}, "
-              f"ratio {statistics.stdev(logs):.3f}", flush=True)
+        print(f"pair {index} ({'ab'[index % 2]} first): {medians[0][-1]:8.2f} / "
+              f"{medians[1][-1]:8.2f} ms, paired ratio {ratio:.3f}; sd(log) of slices: "
+              f"a {sd_log(a):.3f}, b {sd_log(b):.3f}, ratio {statistics.stdev(logs):.3f}",
+              flush=True)
     if len(ratios) > 1:
-        print(f"between pairs of processes: ratios {min(ratios):.3f}-{max(ratios):.3f}, "
-              f"sd(log) {sd_log(ratios):.3f}")
-
+        unpaired = [x / y for i, x in enumerate(medians[0])
+                    for j, y in enumerate(medians[1]) if i != j]
+        print(f"between pairs of processes, sd(log): a {sd_log(medians[0]):.3f}, "
+              f"b {sd_log(medians[1]):.3f}; paired ratios {min(ratios):.3f}-"
+              f"{max(ratios):.3f}: {sd_log(ratios):.3f}; unpaired "
+              f"{min(unpaired):.3f}-{max(unpaired):.3f}: {sd_log(unpaired):.3f}")
 
 if __name__ == "__main__":
     main()
