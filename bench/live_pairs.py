@@ -53,9 +53,12 @@ def child(framework: str, optimization: str, batch: int, seqlen: int, threads: i
     optimization = recipes.optimization(scenario.recipes_of, optimization, framework)
     backend.set_arithmetic(optimization.precision.name)
     ops = load_ops(backend, "inference")
-    model = ops.build(get_model("bert-base-uncased"), 0, optimization)
-    ids = np.random.default_rng(0).integers(16, 1000, size=(batch, seqlen))
-    step = prepare(ops, model, ops.inputs(ids), optimization,
+    # The attention a cell of the default settings runs, and the same work in it.
+    model = ops.build(get_model("bert-base-uncased"), 0, optimization,
+                      attention=optimization.recipe.attention_of("sdpa"))
+    inputs = ops.inputs(np.random.default_rng(0).integers(16, 1000, size=(batch, seqlen)))
+    ops.same_attention_work(model, inputs)
+    step = prepare(ops, model, inputs, optimization,
                    frameworks.get(framework).default_inference)
     for _ in range(5):
         step()
