@@ -8,6 +8,11 @@ then taking turns in short timed slices — one process times its forward pass w
 other waits on a pipe, using no CPU — so that each pair of slices is seconds apart. Several
 such pairs of fresh processes, the first to time taking turns.
 
+Does taking turns cost a side anything (its caches or threads cold after the other's
+slice)? With `--long-s`, after its turns each side of a pair times one long slice, the
+other side waiting: per side, that slice's median over the median of its turns (above 1:
+the turns flattered it; below: they cost it).
+
 Per pair of processes: each side's median (of its slices' medians), the paired ratio
 (the median of the slices' ratios, each slice against the other side's next to it), and
 the spread of the slices' logs (standard deviation) for each side and for their ratio.
@@ -17,6 +22,7 @@ where the machine's pace moves both processes alike, the paired ratios spread le
 
     .venv/bin/python bench/live_pairs.py [--pairs 4] [--slices 12] [--slice-s 1]
         [--a pytorch:onednn] [--b tensorflow:graph] [--batch 1] [--seqlen 16] [--threads 2]
+        [--long-s 0]
 
 Run it on an idle machine; it reports, it does not decide.
 """
@@ -89,7 +95,7 @@ def ask(process: subprocess.Popen, line: str) -> str:
     return process.stdout.readline().strip()
 
 
-def pair(args, first: int) -> tuple[list[float], list[float]]:
+def pair(args, first: int) -> tuple[list[float], list[float], list[float]]:
     processes = [start(args.a, args), start(args.b, args)]
     for process in processes:  # both built side by side; nothing timed yet
         if process.stdout.readline().strip() != "READY":
@@ -99,10 +105,14 @@ def pair(args, first: int) -> tuple[list[float], list[float]]:
         order = (first, 1 - first) if turn % 2 == 0 else (1 - first, first)
         for side in order:
             slices[side].append(float(ask(processes[side], str(args.slice_s))))
+    long = [0.0, 0.0]
+    if args.long_s:
+        for side in (first, 1 - first):
+            long[side] = float(ask(processes[side], str(args.long_s)))
     for process in processes:
         process.stdin.close()
         process.wait()
-    return slices
+    return slices[0], slices[1], long
 
 
 def sd_log(values: list[float]) -> float:
@@ -119,6 +129,8 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--seqlen", type=int, default=16)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--long-s", type=float, default=0.0,
+                        help="after the turns, one slice this long a side (0: none)")
     parser.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -127,9 +139,9 @@ def main() -> None:
         return
     print(f"{args.a} over {args.b}, BERT base b{args.batch} s{args.seqlen}, {args.slices} "
           f"slices of {args.slice_s:g} s a side in each pair of processes")
-    medians, ratios = ([], []), []
+    medians, ratios, long_over_turns = ([], []), [], ([], [])
     for index in range(args.pairs):
-        a, b = pair(args, index % 2)
+        a, b, long = pair(args, index % 2)
         logs = [math.log(x / y) for x, y in zip(a, b, strict=True)]
         ratio = math.exp(statistics.median(logs))
         medians[0].append(statistics.median(a))
@@ -139,6 +151,17 @@ def main() -> None:
               f"{medians[1][-1]:8.2f} ms, paired ratio {ratio:.3f}; sd(log) of slices: "
               f"a {sd_log(a):.3f}, b {sd_log(b):.3f}, ratio {statistics.stdev(logs):.3f}",
               flush=True)
+        if args.long_s:
+            for side, turns in enumerate((a, b)):
+                long_over_turns[side].append(long[side] / statistics.median(turns))
+            print(f"  a slice of {args.long_s:g} s each: {long[0]:8.2f} / {long[1]:8.2f} ms, "
+                  f"over the turns' {long_over_turns[0][-1]:.3f} / {long_over_turns[1][-1]:.3f}",
+                  flush=True)
+    if args.long_s:
+        print("a long slice over the turns, the median over pairs: "
+              + ", ".join(f"{side} {statistics.median(values):.3f} "
+                          f"({min(values):.3f}-{max(values):.3f})"
+                          for side, values in zip("ab", long_over_turns, strict=True)))
     if len(ratios) > 1:
         unpaired = [x / y for i, x in enumerate(medians[0])
                     for j, y in enumerate(medians[1]) if i != j]
