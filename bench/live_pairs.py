@@ -9,9 +9,9 @@ other waits on a pipe, using no CPU — so that each pair of slices is seconds a
 such pairs of fresh processes, the first to time taking turns.
 
 Does taking turns cost a side anything (its caches or threads cold after the other's
-slice)? With `--long-s`, after its turns each side of a pair times one long slice, the
-other side waiting: per side, that slice's median over the median of its turns (above 1:
-the turns flattered it; below: they cost it).
+slice)? With `--long-s`, halfway through its turns each side of a pair times one long
+slice, the other side waiting: per side, that slice's median over the median of its four
+turns about it (below 1: the turns cost it; above: they flattered it).
 
 Per pair of processes: each side's median (of its slices' medians), the paired ratio
 (the median of the slices' ratios, each slice against the other side's next to it), and
@@ -96,23 +96,27 @@ def ask(process: subprocess.Popen, line: str) -> str:
 
 
 def pair(args, first: int) -> tuple[list[float], list[float], list[float]]:
+    """Each side's slices, and each side's long slice over its turns about it (0: none)."""
     processes = [start(args.a, args), start(args.b, args)]
     for process in processes:  # both built side by side; nothing timed yet
         if process.stdout.readline().strip() != "READY":
             sys.exit(f"a child failed: {process.args}")
-    slices = ([], [])
+    slices, middle = ([], []), args.slices // 2
+    long = [0.0, 0.0]
     for turn in range(args.slices):
+        if args.long_s and turn == middle:  # amid the turns: the drift about the same
+            for side in (first, 1 - first):
+                long[side] = float(ask(processes[side], str(args.long_s)))
         order = (first, 1 - first) if turn % 2 == 0 else (1 - first, first)
         for side in order:
             slices[side].append(float(ask(processes[side], str(args.slice_s))))
-    long = [0.0, 0.0]
-    if args.long_s:
-        for side in (first, 1 - first):
-            long[side] = float(ask(processes[side], str(args.long_s)))
     for process in processes:
         process.stdin.close()
         process.wait()
-    return slices[0], slices[1], long
+    # Each long slice against the side's four turns about it (two before, two after).
+    around = [statistics.median(side[max(0, middle - 2):middle + 2]) for side in slices]
+    return slices[0], slices[1], [x / y if x else 0.0 for x, y in zip(long, around,
+                                                                      strict=True)]
 
 
 def sd_log(values: list[float]) -> float:
@@ -130,7 +134,7 @@ def main() -> None:
     parser.add_argument("--seqlen", type=int, default=16)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--long-s", type=float, default=0.0,
-                        help="after the turns, one slice this long a side (0: none)")
+                        help="halfway, one slice this long a side (0: none)")
     parser.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -152,11 +156,10 @@ def main() -> None:
               f"a {sd_log(a):.3f}, b {sd_log(b):.3f}, ratio {statistics.stdev(logs):.3f}",
               flush=True)
         if args.long_s:
-            for side, turns in enumerate((a, b)):
-                long_over_turns[side].append(long[side] / statistics.median(turns))
-            print(f"  a slice of {args.long_s:g} s each: {long[0]:8.2f} / {long[1]:8.2f} ms, "
-                  f"over the turns' {long_over_turns[0][-1]:.3f} / {long_over_turns[1][-1]:.3f}",
-                  flush=True)
+            for side in (0, 1):
+                long_over_turns[side].append(long[side])
+            print(f"  a slice of {args.long_s:g} s each, over the turns about it: "
+                  f"{long[0]:.3f} / {long[1]:.3f}", flush=True)
     if args.long_s:
         print("a long slice over the turns, the median over pairs: "
               + ", ".join(f"{side} {statistics.median(values):.3f} "
