@@ -145,7 +145,7 @@ def main() -> None:
           f"slices of {args.slice_s:g} s a side in each pair of processes")
     medians, ratios, long_over_turns = ([], []), [], ([], [])
     for index in range(args.pairs):
-        a, b, long = pair(args, index % 2)
+        a, b, long_ratios = pair(args, index % 2)
         logs = [math.log(x / y) for x, y in zip(a, b, strict=True)]
         ratio = math.exp(statistics.median(logs))
         medians[0].append(statistics.median(a))
@@ -156,10 +156,10 @@ def main() -> None:
               f"a {sd_log(a):.3f}, b {sd_log(b):.3f}, ratio {statistics.stdev(logs):.3f}",
               flush=True)
         if args.long_s:
-            for side in (0, 1):
-                long_over_turns[side].append(long[side])
+            for values, ratio_of_side in zip(long_over_turns, long_ratios, strict=True):
+                values.append(ratio_of_side)
             print(f"  a slice of {args.long_s:g} s each, over the turns about it: "
-                  f"{long[0]:.3f} / {long[1]:.3f}", flush=True)
+                  f"{long_ratios[0]:.3f} / {long_ratios[1]:.3f}", flush=True)
     if args.long_s:
         print("a long slice over the turns, the median over pairs: "
               + ", ".join(f"{side} {statistics.median(values):.3f} "

@@ -10,18 +10,21 @@ base, one size), one after another; with all of them resident, each one's reside
 """
 
 import argparse
-import subprocess
 import sys
-from pathlib import Path
 
-LIVE_PAIRS = Path(__file__).resolve().with_name("live_pairs.py")
-DEFAULT = ["pytorch:eager", "pytorch:torchscript", "pytorch:onednn", "tensorflow:eager",
-           "tensorflow:graph", "jax:eager", "jax:jit"]  # config/config.yaml's inference
+import psutil
+from live_pairs import SRC, start
+
+sys.path.insert(0, str(SRC))
+from dlbench.plan import config  # noqa: E402  (after the path to this checkout's dlbench)
 
 
-def resident_mb(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as status:
-        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS")) / 1024
+def default_recipes() -> list[str]:
+    """config/config.yaml's inference recipes, as framework:optimization."""
+    settings = config.load_file(SRC.parent / "config" / "config.yaml")
+    return [f"{framework}:{optimization}"
+            for framework, optimizations in settings["inference"]["optimizations"].items()
+            for optimization in optimizations]
 
 
 def main() -> None:
@@ -29,23 +32,18 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=2)
     parser.add_argument("--seqlen", type=int, default=64)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--recipes", nargs="+", default=DEFAULT)
+    parser.add_argument("--recipes", nargs="+", help="default: config/config.yaml's")
     args = parser.parse_args()
     processes = []
     try:
-        for recipe in args.recipes:
-            framework, optimization = recipe.split(":")
-            process = subprocess.Popen(
-                [sys.executable, str(LIVE_PAIRS), "--child", framework, optimization,
-                 str(args.batch), str(args.seqlen), str(args.threads)],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                text=True)
+        for recipe in args.recipes or default_recipes():
+            process = start(recipe, args)
             processes.append((recipe, process))
             if process.stdout.readline().strip() != "READY":
                 sys.exit(f"{recipe}: its process failed")
         total = 0.0
         for recipe, process in processes:
-            size = resident_mb(process.pid)
+            size = psutil.Process(process.pid).memory_info().rss / 2**20
             total += size
             print(f"{recipe:22s} {size:7.0f} MB")
         print(f"{len(processes)} resident, BERT base b{args.batch} s{args.seqlen} warmed up: "
