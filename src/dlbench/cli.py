@@ -62,6 +62,11 @@ def _parser(scenario_name: str = DEFAULT_SCENARIO) -> argparse.ArgumentParser:
     run.add_argument("--failed-out", type=Path,
                      help="with --out: where the cell's record goes if it crashes or times "
                      "out (default: ../failed/<name> beside --out; with --out-dir: ../failed)")
+    run.add_argument("--beside", nargs="+", default=[], metavar="FRAMEWORK:OPTIMIZATION",
+                     help="with --out-dir: measure these recipes' cells of the same sizes "
+                     "too, side by side with --framework's --optimization: a process per "
+                     "recipe, all started at once, taking turns at the CPU and timing in "
+                     "alternating slices (on the CPU)")
     run.add_argument("--round", type=int,
                      help="the round of the run this job measures (measurement.rounds: 0, "
                      "1, …): its processes come after the earlier rounds' (training seeds "
@@ -171,9 +176,24 @@ def run_cells(args: argparse.Namespace) -> list[Cell]:
     if missing:
         sys.exit(f"dlbench run: scenario {scenario.name!r} needs {' and '.join(missing)}")
     names = [axis.name for axis in scenario.axes]
-    return [Cell(scenario.name, args.framework, args.model, args.device, args.optimization,
+    recipes = [(args.framework, args.optimization)] + [_recipe(text, scenario)
+                                                       for text in args.beside]
+    if len(set(recipes)) < len(recipes):
+        sys.exit("dlbench run: --beside names a recipe twice (or --framework's own)")
+    return [Cell(scenario.name, framework, args.model, args.device, optimization,
                  tuple(zip(names, sizes, strict=True)))
+            for framework, optimization in recipes
             for sizes in itertools.product(*(getattr(args, name) for name in names))]
+
+
+def _recipe(text: str, scenario) -> tuple[str, str]:
+    """A --beside recipe, FRAMEWORK:OPTIMIZATION, checked."""
+    framework, _, optimization = text.partition(":")
+    if framework not in FRAMEWORKS or optimization not in scenario.optimizations():
+        sys.exit(f"dlbench run: --beside {text!r}: give FRAMEWORK:OPTIMIZATION, a framework "
+                 f"of {', '.join(FRAMEWORKS)} and an optimization of scenario "
+                 f"{scenario.name} (`dlbench list`)")
+    return framework, optimization
 
 
 def _run(args: argparse.Namespace, argv: list[str], process_start: float) -> int:
@@ -194,12 +214,16 @@ def _run(args: argparse.Namespace, argv: list[str], process_start: float) -> int
     if args.out_dir is not None and (getattr(args, "reference", None) or args.failed_out):
         sys.exit("dlbench run: --reference and --failed-out name one cell's files; with "
                  "--out-dir, give --reference-dir (failed records go to ../failed)")
+    if args.beside and (args.out_dir is None or args.device != "cpu" or not scenario.groupable):
+        sys.exit("dlbench run: --beside measures groups of a scenario's sizes side by side, "
+                 "on the CPU, each recipe's into --out-dir")
     if args.rounds_dir is not None and args.round is None:
         sys.exit("dlbench run: --rounds-dir combines the rounds of a last round: give --round")
     measurement = scenario.measurement_settings(
         {**settings.from_args(args), **scenario.settings_from_args(args, cells[0]),
          **({} if args.round is None else {"round": args.round})})
-    if cell.WARM_PARENT is None:  # a parent that imported the framework forks the job
+    if cell.WARM_PARENT is None and not args.beside:  # a parent that imported the
+        # framework forks the job (side by side: frameworks of their own)
         status = warm.delegate(args.framework, args.scenario, measurement["threads"], argv,
                                process_start)
         if status is not None:

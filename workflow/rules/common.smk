@@ -18,7 +18,7 @@ from dlbench.files import paths
 from dlbench.catalogue import frameworks
 from dlbench.plan import rounds
 from dlbench.plan.jobs import job_args
-from dlbench.plan.matrix import expand_cells, group_outputs
+from dlbench.plan.matrix import Cell, expand_cells, group_outputs, side_by_side_outputs
 
 # `--config` values arrive as strings: read them as YAML, like a config file's.
 dlbench_config.type_command_line(config, workflow.config_settings.overwrite_config)
@@ -37,17 +37,33 @@ MEASUREMENT = SETTINGS["measurement"]
 CLUSTER = SETTINGS["cluster"]
 # per_cell: one job and one process per cell. per_group: one job per group of the cells
 # that differ only in their sizes, where their scenario allows it (see run.smk).
+# side_by_side: one job per scenario, model and device that measures every recipe's group
+# side by side, their processes taking turns at the CPU (dlbench.run.side_by_side).
 PROCESS = MEASUREMENT["process"]
-SINGLE = [cell for cell in CELLS.values() if not cell.grouped(PROCESS)]
-GROUPS = {}
+SINGLE = [cell for cell in CELLS.values()
+          if not cell.grouped(PROCESS) and not cell.side_by_side(PROCESS)]
+GROUPS, SIDE_BY_SIDE = {}, {}
 for _cell in CELLS.values():
     if _cell.grouped(PROCESS):
         GROUPS.setdefault(_cell.group_id, []).append(_cell)
+    elif _cell.side_by_side(PROCESS):
+        SIDE_BY_SIDE.setdefault(_cell.side_by_side_id, []).append(_cell)
+# A side-by-side job's unit from its rule's wildcards, and as a pattern of them.
+SIDE_BY_SIDE_KEYS = {(cells[0].model, cells[0].device): key
+                     for key, cells in SIDE_BY_SIDE.items()}
+SIDE_BY_SIDE_UNIT = next((Cell(cells[0].scenario, cells[0].framework, "{model}", "{device}",
+                               cells[0].optimization).side_by_side_id
+                          for cells in SIDE_BY_SIDE.values()), "")
 try:
     GROUP_OUTPUTS, GROUP_HEADS, GROUP_TAILS = group_outputs(
         [cell for group in GROUPS.values() for cell in group])
+    SIDE_BY_SIDE_OUTPUTS = side_by_side_outputs(SIDE_BY_SIDE)
 except ValueError as error:
     raise WorkflowError(str(error)) from None
+if SIDE_BY_SIDE and USE_CONDA:
+    raise WorkflowError("measurement.process: side_by_side measures every framework in one "
+                        "job, which --use-conda's environments (one per framework) cannot "
+                        "hold: use per_group there")
 
 # measurement.rounds: each measuring job (a unit: a cell, or a group) runs once per round
 # of its scenario, the jobs of a device one after the other in the order of
@@ -62,9 +78,12 @@ EARLY_ROUNDS = sorted({r for chain in CHAINS.values() for _, r in chain
                        if r < max(UNIT_ROUNDS.values(), default=1) - 1}) or [-1]
 EARLY_SINGLE = sorted({cell.id for cell in SINGLE if UNIT_ROUNDS[cell.id] > 1}) or ["^$"]
 EARLY_GROUPS = sorted({key for key in GROUPS if UNIT_ROUNDS[key] > 1})
+EARLY_SIDE_BY_SIDE = sorted({key for key in SIDE_BY_SIDE if UNIT_ROUNDS[key] > 1})
 # A group's records of an early round: one per size, as its last round's results.
 GROUP_ROUND_OUTPUTS = [paths.round_result("{round}", Path(pattern).stem)
                        for pattern in GROUP_OUTPUTS]
+SIDE_BY_SIDE_ROUND_OUTPUTS = [paths.round_result("{round}", Path(pattern).stem)
+                              for pattern in SIDE_BY_SIDE_OUTPUTS]
 
 # The logs that `snakemake --report` shows are plain text.
 mimetypes.add_type("text/plain", ".log")
@@ -87,15 +106,19 @@ def alternatives(values):
 
 
 def job_cells(wildcards):
-    """The cells a measuring job measures: its cell, or its group's cells."""
-    if "cell" in wildcards.keys():
-        return [CELLS[wildcards.cell]]
-    return GROUPS[f"{wildcards.head}_{wildcards.tail}"]
+    """The cells a measuring job measures: its cell, its group's, or its side-by-side
+    unit's."""
+    return [CELLS[wildcards.cell]] if "cell" in wildcards.keys() else UNITS[job_key(wildcards)]
 
 
 def job_key(wildcards):
-    """The unit a measuring job measures: its cell's id, or its group's."""
-    return wildcards.cell if "cell" in wildcards.keys() else f"{wildcards.head}_{wildcards.tail}"
+    """The unit a measuring job measures: its cell's id, its group's, or its side-by-side
+    unit's (from its model and device)."""
+    if "cell" in wildcards.keys():
+        return wildcards.cell
+    if "model" in wildcards.keys():
+        return SIDE_BY_SIDE_KEYS[(wildcards.model, wildcards.device)]
+    return f"{wildcards.head}_{wildcards.tail}"
 
 
 def job_round(wildcards):
@@ -143,7 +166,7 @@ def cell_args(wildcards):
 
 def job_device(wildcards):
     """The device a measuring job uses: its cells', or a peak job's own (peak.smk)."""
-    if "device" in wildcards.keys():
+    if "precision" in wildcards.keys():
         return wildcards.device
     return job_cells(wildcards)[0].device
 
@@ -151,7 +174,7 @@ def job_device(wildcards):
 def cell_runs(wildcards):
     """Whether the job measures (and so needs its device), or only records why not; a peak
     job always measures."""
-    if "device" in wildcards.keys():
+    if "precision" in wildcards.keys():
         return True
     return any(cell.unsupported_reason() is None for cell in job_cells(wildcards))
 

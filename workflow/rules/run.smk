@@ -79,6 +79,36 @@ if GROUPS:
             f" {{params.reference}} --out-dir {paths.RUNS} > {{log:q}} 2>&1"
 
 
+if SIDE_BY_SIDE:
+
+    rule measure_side_by_side:
+        input:
+            unpack(cell_inputs),
+            previous=previous_job,
+            rounds=earlier_rounds,
+        output:
+            # Every recipe's cells of one model and device: results/runs/<id>.json.
+            SIDE_BY_SIDE_OUTPUTS,
+        log:
+            paths.group_log(SIDE_BY_SIDE_UNIT),
+        wildcard_constraints:
+            model=alternatives(model for model, _ in SIDE_BY_SIDE_KEYS),
+            device=alternatives(device for _, device in SIDE_BY_SIDE_KEYS),
+        params:
+            args=cell_args,
+            reference=input_args,
+            src=SRC,
+            python=PYTHON,
+        threads: cell_threads
+        resources:
+            gpu=cell_gpus,
+            cpu_timing=cell_cpu_timing,
+            **CELL_CLUSTER_RESOURCES,
+        shell:
+            "PYTHONPATH={params.src:q} {params.python:q} -m dlbench run {params.args}"
+            f" {{params.reference}} --out-dir {paths.RUNS} > {{log:q}} 2>&1"
+
+
 # The rounds before a unit's last (measurement.rounds): the same measuring jobs, each
 # writing its cells' records of the round to results/rounds/r<round>/, after the job
 # before it in the device's order. A crash is the cell's error record of that round (the
@@ -141,6 +171,36 @@ if EARLY_GROUPS:
             **CELL_CLUSTER_RESOURCES,
         conda:
             cell_env
+        shell:
+            "PYTHONPATH={params.src:q} {params.python:q} -m dlbench run {params.args}"
+            " {params.reference} --out-dir {params.out:q} > {log:q} 2>&1"
+
+
+if EARLY_SIDE_BY_SIDE:
+
+    rule measure_side_by_side_round:
+        input:
+            unpack(cell_inputs),
+            previous=previous_job,
+        output:
+            SIDE_BY_SIDE_ROUND_OUTPUTS,
+        log:
+            paths.round_log("{round}", SIDE_BY_SIDE_UNIT),
+        wildcard_constraints:
+            model=alternatives(model for model, _ in SIDE_BY_SIDE_KEYS),
+            device=alternatives(device for _, device in SIDE_BY_SIDE_KEYS),
+            round=alternatives(EARLY_ROUNDS),
+        params:
+            args=cell_args,
+            reference=input_args,
+            src=SRC,
+            python=PYTHON,
+            out=paths.round_dir("{round}"),
+        threads: cell_threads
+        resources:
+            gpu=cell_gpus,
+            cpu_timing=cell_cpu_timing,
+            **CELL_CLUSTER_RESOURCES,
         shell:
             "PYTHONPATH={params.src:q} {params.python:q} -m dlbench run {params.args}"
             " {params.reference} --out-dir {params.out:q} > {log:q} 2>&1"

@@ -13,7 +13,9 @@ cell's round figures, a cell's level plus a round's level (the drift; both taken
 medians, Tukey's median polish, so that one noisy cell does not pass for the machine's
 drift) leave residuals whose variance, pooled over the scenario's cells — (cells − 1)
 (rounds − 1) degrees of freedom — is the variance of one process's figure about its cell's
-level (`Spread`). A
+level (`Spread`). Cells measured side by side (measurement.process: side_by_side) were
+timed in alternating slices with the other recipes of their size only: there a round's
+level is each size's, and the residuals are taken within each size. A
 pair's interval uses twice that (or the pair's own variance where it is larger: a noisier
 pair is not narrowed by quieter ones), with Student's t at the pooled degrees of freedom.
 The same residuals give each cell its spread between processes with the drift removed,
@@ -103,8 +105,20 @@ def spread(cells: pd.DataFrame) -> Spread | None:
     found = {index: v for index, v in found.items() if len(v) == rounds}
     if len(found) < 2:
         return None
-    residuals, drift = _polish(np.log(np.array(list(found.values()))))
-    df = (len(found) - 1) * (rounds - 1)
+    # Measured side by side, the cells of one size were timed together, slice by slice,
+    # and only they share each round's pace: each size is a block of its own.
+    blocks = {index: _block(cells.loc[index]) for index in found}
+    sizes = {block: [i for i in found if blocks[i] == block] for block in blocks.values()}
+    found = {index: v for index, v in found.items() if len(sizes[blocks[index]]) > 1}
+    if len(found) < 2:
+        return None
+    residuals, order = np.zeros((len(found), rounds)), list(found)
+    for members in sizes.values():
+        if len(members) > 1:
+            residuals[[order.index(i) for i in members]] = _polish(
+                np.log(np.array([found[i] for i in members])))[0]
+    drift = _polish(np.log(np.array(list(found.values()))))[1]
+    df = sum(len(members) - 1 for members in sizes.values() if len(members) > 1) * (rounds - 1)
     squares = (residuals**2).sum(axis=1)
     variance = float(squares.sum() / df)
     share = df / len(found)  # each cell's degrees of freedom
@@ -122,6 +136,13 @@ def spread(cells: pd.DataFrame) -> Spread | None:
             beyond[index] = (own[index] > SPREAD_BETWEEN_PROCESSES_CV
                              and ss / share > critical * others)
     return Spread(variance, df, rounds, own, [float(np.expm1(d)) for d in drift], beyond)
+
+
+def _block(row) -> str:
+    """The cells that shared each round's pace: those of one size measured side by side
+    (measurement.process: side_by_side), else all of a scenario's."""
+    sizes = row.get("process_side_by_side_sizes")
+    return sizes if isinstance(sizes, str) and sizes else ""
 
 
 def run_spreads(timed: pd.DataFrame) -> dict[str, Spread]:

@@ -15,9 +15,10 @@ and wrong-cache, a fault of a generation cell's key-value cache (PyTorch): after
 forward pass that made the token before the middle of the new ones, the cached values of
 every layer are multiplied by CACHE_SCALE (a cache written with the wrong sign and scale),
 so that the next tokens attend to a wrong cache — a wrong answer that the token check must
-catch. (Milder corruptions — the prompt's keys and values zeroed, the batch's rows
+catch (milder corruptions — the prompt's keys and values zeroed, the batch's rows
 swapped — left tiny-gpt2's greedy tokens unchanged: its random weights make attention's
-share of the logits small.)
+share of the logits small); and slow, a fault of the timed loop: every timed iteration
+spins SLOW_S more on the CPU (a planted slower recipe).
 """
 
 import ctypes
@@ -33,6 +34,10 @@ RELEASE_VARIABLE = "DLBENCH_TEST_RELEASE"  # the file that ends a hold
 PIPELINE_KINDS = ("kill-loader", "oom-loader", "vanish-file", "corrupt-file")
 # Done by a generation cell's decoding loop: armed the same way.
 GENERATION_KINDS = ("wrong-cache",)
+# Done by the timed loop: each timed iteration spins SLOW_S more on the CPU (a slower side
+# of a comparison, which must come out slower by that much and alone).
+TIMING_KINDS = ("slow",)
+SLOW_S = 0.002
 # wrong-cache: what the cached values are multiplied by.
 CACHE_SCALE = -100.0
 # A pipeline fault strikes at this image: a few batches into the first epoch.
@@ -63,7 +68,7 @@ def inject(cell_id: str) -> None:
     kind, _, pattern = spec.partition("@")
     if pattern and not re.fullmatch(pattern, cell_id):
         return
-    if kind in PIPELINE_KINDS + GENERATION_KINDS:
+    if kind in PIPELINE_KINDS + GENERATION_KINDS + TIMING_KINDS:
         _armed = kind
         return
     if kind == "raise":
@@ -85,7 +90,7 @@ def inject(cell_id: str) -> None:
         while not os.path.exists(release):
             time.sleep(0.1)
         return
-    known = ", ".join(KINDS + PIPELINE_KINDS + GENERATION_KINDS)
+    known = ", ".join(KINDS + PIPELINE_KINDS + GENERATION_KINDS + TIMING_KINDS)
     raise ValueError(f"{VARIABLE}={spec!r}: unknown fault kind; known: {known}")
 
 
@@ -97,6 +102,11 @@ def pipeline_fault() -> str | None:
 def generation_fault() -> str | None:
     """The generation fault armed for the cell being measured, if any."""
     return _armed if _armed in GENERATION_KINDS else None
+
+
+def planted_delay_s() -> float:
+    """The seconds the `slow` fault adds to each timed iteration of the cell (0 if none)."""
+    return SLOW_S if _armed in TIMING_KINDS else 0.0
 
 
 def corrupt_cache(cache) -> None:

@@ -162,36 +162,59 @@ class ProcessSampler:
 
     def window(self, start: float, end: float) -> dict | None:
         """Utilization between two wall-clock times (the timed loop), or None if unsampled."""
-        inside = [s for s in self.samples if start <= s.time <= end]
-        memory = [t for t, _ in self.memory if start <= t <= end]
-        if len(inside) < 2:
+        return self.windows([(start, end)])
+
+    def windows(self, spans: list[tuple[float, float]]) -> dict | None:
+        """Utilization over several spans of wall-clock time, as one window of their
+        summed length (a loop timed in slices, the other recipes' turns between them), or
+        None if no span was sampled twice."""
+        seconds = total = busy = steal = cpu = main = sampler = read = 0
+        memory_count, memory_s, processes, sampled = 0, 0.0, 0, 0
+        for start, end in spans:
+            inside = [s for s in self.samples if start <= s.time <= end]
+            memory = [t for t, _ in self.memory if start <= t <= end]
+            if len(inside) < 2:
+                continue
+            first, last = inside[0], inside[-1]
+            seconds += last.time - first.time
+            total += max(last.total - first.total, 0)
+            busy += last.busy - first.busy
+            steal += last.steal - first.steal
+            cpu += last.cpu_s - first.cpu_s
+            main += last.main_cpu_s - first.main_cpu_s
+            # The sampling's own cost (this process): dlbench's, not another process's load.
+            sampler += last.sampler_cpu_s - first.sampler_cpu_s
+            read += max(last.read_bytes - first.read_bytes, 0)
+            sampled += 1
+            memory_count += len(memory)
+            memory_s += memory[-1] - memory[0]
+            processes = max(processes, *(s.processes for s in inside))
+        if not processes:
             return None
-        first, last = inside[0], inside[-1]
-        seconds = last.time - first.time
-        total = max(last.total - first.total, 1)
+        total = max(total, 1)
         cpus = os.cpu_count() or 1
-        busy_cores = (last.busy - first.busy) / total * cpus
-        process_cores = (last.cpu_s - first.cpu_s) / seconds if seconds > 0 else 0.0
-        # The sampling's own cost (this process): dlbench's, not another process's load.
-        sampler_cores = (last.sampler_cpu_s - first.sampler_cpu_s) / seconds if seconds > 0 \
-            else 0.0
-        memory_s = memory[-1] - memory[0]
+        busy_cores = busy / total * cpus
+
+        def rate(value: float) -> float:
+            return value / seconds if seconds > 0 else 0.0
+
         return {
-            "samples": len(memory),
-            "sample_hz": round((len(memory) - 1) / memory_s, 1) if memory_s > 0 else None,
-            "process_cpu_cores_mean": round(process_cores, 3),
-            "process_cpu_cores_max": round(_max_rate(inside), 3),
-            "system_cpu_busy_fraction": round((last.busy - first.busy) / total, 4),
-            "other_load_cores": round(max(busy_cores - process_cores - sampler_cores, 0.0), 3),
-            "sampler_cores": round(sampler_cores, 3),
-            "steal_fraction": round((last.steal - first.steal) / total, 4),
+            "samples": memory_count,
+            "sample_hz": round((memory_count - sampled) / memory_s, 1) if memory_s > 0
+            else None,
+            "process_cpu_cores_mean": round(rate(cpu), 3),
+            "process_cpu_cores_max": round(max(_max_rate([s for s in self.samples
+                                                          if a <= s.time <= b])
+                                               for a, b in spans), 3),
+            "system_cpu_busy_fraction": round(busy / total, 4),
+            "other_load_cores": round(max(busy_cores - rate(cpu) - rate(sampler), 0.0), 3),
+            "sampler_cores": round(rate(sampler), 3),
+            "steal_fraction": round(steal / total, 4),
             "logical_cpus": cpus,
             # Of the tree's CPU, the measured process itself (its workers: the rest).
-            "main_process_cpu_cores_mean": round(
-                (last.main_cpu_s - first.main_cpu_s) / seconds if seconds > 0 else 0.0, 3),
-            "processes_max": max(s.processes for s in inside),
-            "disk_read_mb_per_s": round(max(last.read_bytes - first.read_bytes, 0) / 2**20
-                                        / seconds, 3) if seconds > 0 else 0.0,
+            "main_process_cpu_cores_mean": round(rate(main), 3),
+            "processes_max": processes,
+            "disk_read_mb_per_s": round(rate(read) / 2**20, 3),
         }
 
     def close(self) -> None:

@@ -4,11 +4,13 @@ well enough: adaptive stopping)."""
 
 import bisect
 import math
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from dlbench.measure import faults, turns
 from dlbench.measure.stats import median_ranks
 
 if TYPE_CHECKING:
@@ -53,12 +55,14 @@ class Stopping:
 @dataclass
 class Loop:
     """The timed loop's per-iteration host times (ms), the device times if timed, why it
-    stopped, and the output of its last iteration."""
+    stopped, the output of its last iteration, and, measured side by side, its slices:
+    (Unix time of the start, seconds, iterations), the other recipes' turns between them."""
 
     host: list[float]
     device: list[float] | None
     stopped_by: str
     output: object = field(default=None, repr=False)
+    slices: list[tuple[float, float, int]] | None = None
 
 
 def time_call(call: Callable[[], object]) -> float:
@@ -95,12 +99,26 @@ def within_target(sorted_ms: list[float], target: float) -> bool:
 def timed_loop(step: Callable[[], object], synchronize: Callable[[], None], stopping: Stopping,
                device_timer: DeviceTimer | None = None) -> Loop:
     """Per-iteration host times (each step waits for its queued device work), and the
-    device times if a timer is given, until `stopping` says so."""
+    device times if a timer is given, until `stopping` says so. Measured side by side
+    (dlbench.measure.turns), the loop hands the CPU on after each slice and goes on at its
+    next turn: the stopping rule counts the loop's own time, not the turns between."""
     host: list[float] = []
     device: list[float] | None = None if device_timer is None else []
     ordered: list[float] = []  # the samples sorted, for the adaptive check
+    baton = turns.current()
+    slices: list[tuple[float, float, int]] | None = None if baton is None else []
+    planted = faults.planted_delay_s()  # 0 but in a test of a slower side
     clock = time.perf_counter
     start = last_check = clock()
+    before = 0.0  # the loop's own seconds in its earlier slices
+    began, first = time.time(), 0  # this slice's start and first iteration
+
+    def end_slice() -> float:
+        seconds = clock() - start
+        if slices is not None:
+            slices.append((began, seconds, len(host) - first))
+        return seconds
+
     while True:
         t0 = clock()
         if device_timer is None:
@@ -111,15 +129,25 @@ def timed_loop(step: Callable[[], object], synchronize: Callable[[], None], stop
             output = step()
             device_timer.stop()
             synchronize()
+        if planted:
+            done = clock()
+            while clock() - done < planted:
+                pass
         host.append((clock() - t0) * 1e3)
         if device is not None:
             device.append(device_timer.elapsed_ms())
-        stopped_by = _stop(host, ordered, stopping, clock() - start, clock() - last_check)
+        stopped_by = _stop(host, ordered, stopping, before + clock() - start,
+                           clock() - last_check)
         if stopped_by == "checked":
             last_check = clock()
         elif stopped_by:
-            return Loop(host, device, stopped_by, output)
+            end_slice()
+            return Loop(host, device, stopped_by, output, slices)
         del output  # never two outputs alive at once: the peak is one step's
+        if baton is not None and clock() - start >= baton.slice_s:
+            before += end_slice()
+            baton.wait(timed=True)
+            start, began, first = clock(), time.time(), len(host)
 
 
 def _stop(host: list[float], ordered: list[float], stopping: Stopping, elapsed: float,
@@ -175,6 +203,9 @@ def steady_state_and_output(step: Callable[[], object], synchronize: Callable[[]
     if memory:
         memory.begin()
     clock.mark("first_timed_iteration_s")
+    baton = turns.current()
+    if baton is not None:  # side by side: the first slice at this process's turn
+        baton.wait(timed=True)
     stopping = Stopping.from_settings(settings)
     loop = timed_loop(step, synchronize, stopping, device_timer)
     clock.mark("timed_loop_end_s")
@@ -187,10 +218,24 @@ def steady_state_and_output(step: Callable[[], object], synchronize: Callable[[]
               "samples_ms": samples, **summarize(samples)}
     if stopping.target_ci:
         timing["target_ci"] = stopping.target_ci
+    if loop.slices is not None:
+        timing["slices"] = _slices(loop)
     if device:  # on a GPU: the same iterations timed on the device, by its events
         timing["device_time"] = {"method": device_timer.method, "samples_ms": device,
                                  **summarize(device)}
     return timing, loop.output
+
+
+def _slices(loop: Loop) -> list[dict]:
+    """The slices of a loop measured side by side, each with the median of its iterations
+    (a ratio between recipes pairs slices seconds apart)."""
+    found, first = [], 0
+    for began, seconds, count in loop.slices:
+        found.append({"started_at": round(began, 4), "seconds": round(seconds, 4),
+                      "iterations": count,
+                      "median_ms": statistics.median(loop.host[first:first + count])})
+        first += count
+    return found
 
 
 class PhaseClock:

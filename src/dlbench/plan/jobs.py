@@ -10,9 +10,14 @@ from dlbench.plan.matrix import Cell
 
 def job_args(cells: list[Cell], grouped: bool, config: dict) -> list[str]:
     """The options of one job of a validated config: its cell's names and sizes (a
-    group's: each size option lists its values), its scenario's settings, then the
-    measurement settings."""
+    group's: each size option lists its values; side by side, the other recipes after
+    `--beside`), its scenario's settings, then the measurement settings."""
     first = cells[0]
-    names = first.group_cli_args(cells) if grouped else first.cli_args()
+    recipes = list(dict.fromkeys((cell.framework, cell.optimization) for cell in cells))
+    own = [cell for cell in cells if (cell.framework, cell.optimization) == recipes[0]]
+    names = first.group_cli_args(own) if grouped else first.cli_args()
+    if len(recipes) > 1:  # side by side: the other recipes' groups of the same sizes
+        names += ["--beside", *(f"{framework}:{optimization}"
+                                for framework, optimization in recipes[1:])]
     return (names + first.spec.setting_args(config[first.scenario], first)
             + settings.to_args(config["measurement"]))

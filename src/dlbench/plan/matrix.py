@@ -13,7 +13,7 @@ from dlbench import scenarios
 from dlbench.files import paths
 from dlbench.scenarios.cell import DEFAULT_SCENARIO, Cell
 
-__all__ = ["DEFAULT_SCENARIO", "Cell", "expand_cells", "group_outputs"]
+__all__ = ["DEFAULT_SCENARIO", "Cell", "expand_cells", "group_outputs", "side_by_side_outputs"]
 
 
 def expand_cells(config: dict) -> list[Cell]:
@@ -41,3 +41,17 @@ def group_outputs(cells: list[Cell]) -> tuple[list[str], list[str], list[str]]:
     heads = sorted({cell.head for cell in cells})
     tails = sorted({cell.tail for cell in cells})
     return patterns, heads, tails
+
+
+def side_by_side_outputs(units: dict[str, list[Cell]]) -> list[str]:
+    """The output patterns of the side-by-side rule (measurement.process: side_by_side):
+    each unit's cells (every recipe's, every size) with its model and device as the rule's
+    wildcards. Every unit of one rule has the same recipes and sizes."""
+    shapes = {tuple(Cell(cell.scenario, cell.framework, "{model}", "{device}",
+                         cell.optimization, cell.sizes).id for cell in cells)
+              for cells in units.values()}
+    if len(shapes) > 1:
+        raise ValueError("the models of this matrix have different recipes or sizes; "
+                         "measure them side by side only where they are the same, or with "
+                         "measurement.process: per_group")
+    return [paths.result(cell_id) for cell_id in next(iter(shapes), ())]

@@ -1,8 +1,9 @@
 """The order of a run's measuring jobs in rounds (measurement.rounds): which jobs measure
 what, and which job runs before which.
 
-A *unit* is what one measuring job measures: one cell, or a group of cells measured in one
-process (measurement.process: per_group). With rounds, each unit that measures anything
+A *unit* is what one measuring job measures: one cell, a group of cells measured in one
+process (measurement.process: per_group), or the groups of every recipe measured side by
+side (side_by_side). With rounds, each unit that measures anything
 is measured once per round of its scenario (`Scenario.rounds`), and the units of a device
 run one after the other in a fixed order, each round in the reverse order of the one
 before — A B C, C B A, A B C … —, so that the machine's drift over the run falls on every
@@ -19,10 +20,10 @@ from dlbench.scenarios.cell import Cell
 
 
 def units(cells: Iterable[Cell], process: str) -> dict[str, list[Cell]]:
-    """The measuring jobs' cells, by the job's key: a group's id, or a cell's id."""
+    """The measuring jobs' cells, by the job's key (`Cell.unit`)."""
     found: dict[str, list[Cell]] = {}
     for cell in cells:
-        found.setdefault(cell.group_id if cell.grouped(process) else cell.id, []).append(cell)
+        found.setdefault(cell.unit(process), []).append(cell)
     return found
 
 

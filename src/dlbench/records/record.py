@@ -49,7 +49,11 @@ def annotate(record: dict, sampler: ProcessSampler, gpu: GpuSampler | None) -> d
     end = _unix_time(record["finished_at"])
     loop_start = start + record["startup"]["first_timed_iteration_s"]
     loop_end = loop_start + record["timing"]["loop_s"]
-    record["utilization"] = sampler.window(loop_start, loop_end)
+    slices = record["timing"].get("slices")
+    # Side by side, the loop's own slices: the other recipes' turns between are theirs.
+    record["utilization"] = sampler.windows(
+        [(s["started_at"], s["started_at"] + s["seconds"]) for s in slices]) if slices \
+        else sampler.window(loop_start, loop_end)
     memory = record["memory"]
     memory["sampled_peak_rss_mb"] = sampler.peak_rss_mb(start, end)
     if gpu:  # NVML's view of the cell's process tree: its window, whatever the CPU window

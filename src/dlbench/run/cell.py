@@ -11,7 +11,7 @@ from pathlib import Path
 from dlbench.catalogue import frameworks
 from dlbench.data.pipeline import LoaderDied
 from dlbench.files import atomic
-from dlbench.measure import compile_cache, env, faults, noise
+from dlbench.measure import compile_cache, env, faults, noise, turns
 from dlbench.measure.memory import PhaseMemory, rss_mb
 from dlbench.measure.timing import PhaseClock
 from dlbench.records import result
@@ -21,6 +21,8 @@ from dlbench.run import profiler
 # In a job forked by a warm parent (dlbench.warm): the parent's pid, its import seconds and
 # how many jobs it had started before this one, recorded with every cell of the job.
 WARM_PARENT: dict | None = None
+# Measured side by side with other recipes (dlbench.run.side_by_side): this side's turns.
+BATON: turns.Baton | None = None
 
 
 def measure_cells(tasks: list, paths: list[Path], start: float, repeat: int,
@@ -28,12 +30,17 @@ def measure_cells(tasks: list, paths: list[Path], start: float, repeat: int,
     """Runs in the measuring child (the supervisor's work). tasks: dlbench.run.job.Task;
     start: when the cost of the first cell starts (the process's start); repeat: which of
     the cells' fresh processes this is (training seeds each one differently)."""
+    if BATON is not None:  # side by side: nothing before this side's first turn, which
+        start += turns.take(BATON)  # its start-up figures do not count
     # Thread pools read these when the framework loads; Snakemake's values must not win.
     env.set_thread_variables(settings["threads"])
     # The other frameworks, SciPy, scikit-learn: imported for code that no cell runs.
     frameworks.leave_out_unused_imports(tasks[0].cell.framework)  # one per process
     backend = None
     for position, (task, path) in enumerate(zip(tasks, paths, strict=True)):
+        if BATON is not None:
+            BATON.measuring(task.cell.middle)
+            waited_before = BATON.waited_s
         record = new_record(task.cell, task.settings(settings), started=start)
         record["process"] = {"cells": len(tasks), "position": position,
                              "compile_cache": compile_cache.state(),
@@ -48,6 +55,10 @@ def measure_cells(tasks: list, paths: list[Path], start: float, repeat: int,
                                      backend)
         # What the process shared with its earlier cells, as the scenario says (a model).
         record["process"].update(measured.pop("process", {}))
+        if BATON is not None:  # the seconds this cell waited while other recipes worked
+            record["process"]["side_by_side"] = {
+                "sides": BATON.sides, "slice_s": BATON.slice_s, "sizes": task.cell.middle,
+                "waited_s": round(BATON.waited_s - waited_before, 4)}
         record.update(measured)
         record["finished_at"] = result.now()
         atomic.write_json_atomic(path, record)  # validated and completed by the supervisor

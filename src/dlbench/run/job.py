@@ -37,7 +37,7 @@ from dlbench.measure.flags import NOISE, noisy
 from dlbench.plan.matrix import Cell
 from dlbench.records import result
 from dlbench.records.record import annotate, finish, new_record
-from dlbench.run import rounds
+from dlbench.run import rounds, side_by_side
 from dlbench.run.cell import measure_cells
 from dlbench.run.supervisor import Failure, Limits, memory_limit_mb, run_jobs
 
@@ -75,18 +75,24 @@ def run(tasks: list[Task], settings: dict, process_start: float,
         _done(record, task.failed_out)
     if not measurable:
         return 0
+    groups = recipes(measurable)
     if settings.get("round"):  # a group's sizes take turns at coming first, round by round
-        turn = settings["round"] % len(measurable)
-        measurable = measurable[turn:] + measurable[:turn]
+        groups = [group[settings["round"] % len(group):]
+                  + group[:settings["round"] % len(group)] for group in groups]
+    measurable = [task for group in groups for task in group]
     device = measurable[0].cell.device
     limits = Limits(settings["timeout_s"], memory_limit_mb(settings["max_host_memory_gib"]),
                     settings["sample_hz"], gpu=device == "gpu",
                     profile=settings.get("profile", False))
-    if settings.get("round") is not None:
+    if settings.get("round") is not None and len(groups) == 1:  # side by side: per side
         compile_cache.prepare(min(task.cell.id for task in measurable), settings["round"])
     with devices.exclusive(device) as waited:
         lock = {"acquired_at": result.now()}
-        finals, failures = _measure(measurable, settings, limits, process_start)
+        if len(groups) > 1:
+            finals, failures = side_by_side.measure(groups, settings, limits, process_start,
+                                                    _measure)
+        else:
+            finals, failures = _measure(measurable, settings, limits, process_start)
         lock["released_at"] = result.now()  # still inside: the next job cannot have started
     exit_status = 0
     for task in measurable:
@@ -114,6 +120,15 @@ def run(tasks: list[Task], settings: dict, process_start: float,
         else:
             _finish_last_round(task, final, settings["round"], rounds_dir)
     return exit_status
+
+
+def recipes(tasks: list[Task]) -> list[list[Task]]:
+    """The tasks by recipe (framework and optimization), in their order: one group each,
+    measured side by side when there are several (dlbench.run.side_by_side)."""
+    found: dict[tuple[str, str], list[Task]] = {}
+    for task in tasks:
+        found.setdefault((task.cell.framework, task.cell.optimization), []).append(task)
+    return list(found.values())
 
 
 def _finish_last_round(task: Task, final: dict, round_: int, rounds_dir: Path) -> None:

@@ -161,7 +161,7 @@ def _child_main(work: Work, jobs: list, paths: list[Path], start: float, repeat:
                 temporary: Path) -> None:
     # The child dies with the supervisor (a job SIGKILLed, by hand or by the scheduler): an
     # orphan would measure on unwatched, holding the device lock it inherited.
-    _die_with_parent()
+    die_with_parent()
     scratch.use(temporary)
     # Ctrl-C reaches the whole process group; the supervisor alone handles it, so that
     # the child's death is never mistaken for a crash of the job.
@@ -176,7 +176,7 @@ def _child_main(work: Work, jobs: list, paths: list[Path], start: float, repeat:
     os._exit(0)  # no interpreter teardown: frameworks can hang or crash in it
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """SIGKILL this process when its parent dies (Linux's PR_SET_PDEATHSIG; elsewhere
     nothing), and if it died already before this was set."""
     if not sys.platform.startswith("linux"):

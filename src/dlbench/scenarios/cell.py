@@ -54,15 +54,35 @@ class Cell:
         """The cells that one process may measure together (measurement.process)."""
         return f"{self.head}_{self.tail}"
 
+    @property
+    def side_by_side_id(self) -> str:
+        """The cells of every recipe that one job measures side by side (measurement.process:
+        side_by_side): those of a scenario, model and device."""
+        return f"{self.spec.name}_{self.model}_{self.device}"
+
     def grouped(self, process: str) -> bool:
         """Whether this cell is measured with its group (measurement.process: per_group,
-        where its scenario allows it)."""
-        return process == "per_group" and self.spec.groupable
+        or side_by_side off the CPU; where its scenario allows it)."""
+        return self.spec.groupable and (
+            process == "per_group" or (process == "side_by_side" and self.device != "cpu"))
+
+    def side_by_side(self, process: str) -> bool:
+        """Whether this cell's group is measured side by side with the other recipes'
+        (measurement.process: side_by_side, where its scenario groups sizes; on the CPU,
+        the device whose work taking turns keeps apart: a GPU's cells are grouped)."""
+        return process == "side_by_side" and self.spec.groupable and self.device == "cpu"
+
+    def unit(self, process: str) -> str:
+        """What the job that measures this cell measures: its side-by-side unit, its group,
+        or itself."""
+        if self.side_by_side(process):
+            return self.side_by_side_id
+        return self.group_id if self.grouped(process) else self.id
 
     def log_path(self, process: str) -> str:
         """The log of the job that measures this cell."""
-        if self.grouped(process):
-            return paths.group_log(self.group_id)
+        if self.grouped(process) or self.side_by_side(process):
+            return paths.group_log(self.unit(process))
         return paths.cell_log(self.id)
 
     @property

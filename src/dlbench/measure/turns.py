@@ -1,0 +1,74 @@
+"""Taking turns: the measuring process's side of measuring several recipes side by side
+(dlbench.run.side_by_side). Each recipe's process holds the CPU only while the job's
+coordinator lets it — for all of its work: imports, building, compiling, warm-up, the
+correctness check — and times its loop in short slices, handing the CPU back after each
+and waiting on a pipe (no CPU) for its next turn. So the recipes' slices alternate
+seconds apart and a machine whose pace drifts moves every recipe alike, while no two
+processes ever work at once.
+
+Outside side-by-side measuring there is no baton (`current()` is None) and nothing here
+runs. The messages are one line each: `W` (the process wants the CPU for work that is not
+timed) or `T <position>` (it wants a timed slice of its cell at that position in the
+job's order of sizes); the coordinator answers `G` (go) when it is the process's turn.
+"""
+
+import os
+import time
+
+# A timed slice: long enough for a few iterations of a step of tens of ms and for the
+# sampler's counters (10 Hz) to see it; short enough that the machine's pace barely moves
+# within a pair of slices (bench/live_pairs.py, 0.5-s slices, 2026-12-03).
+SLICE_S = 0.5
+
+_baton: "Baton | None" = None
+
+
+class Baton:
+    """The measuring process's turns: `wait` for the CPU, telling what it is wanted for."""
+
+    def __init__(self, read_fd: int, write_fd: int, positions: dict[str, int], sides: int,
+                 slice_s: float = SLICE_S):
+        self.read_fd, self.write_fd, self.slice_s = read_fd, write_fd, slice_s
+        self.sides = sides  # the recipes taking turns, this one's side included
+        self.positions = positions  # of the job's sizes (a cell's `middle`), in its order
+        self.position = 0  # that of the cell being measured
+        self.waited_s = 0.0  # for its turns, in all
+
+    def measuring(self, middle: str) -> None:
+        """The cell of these sizes is the one measured now."""
+        self.position = self.positions.get(middle, len(self.positions))
+
+    def wait(self, timed: bool = False) -> float:
+        """Give up the CPU and wait until it is this process's turn again; the seconds
+        waited. A coordinator that is gone (the job ending) lets it go on at once."""
+        message = f"T {self.position}\n" if timed else "W\n"
+        start = time.perf_counter()
+        try:
+            os.write(self.write_fd, message.encode())
+            os.read(self.read_fd, 1)  # b"G", or b"" when the coordinator is gone
+        except OSError:
+            pass
+        waited = time.perf_counter() - start
+        self.waited_s += waited
+        return waited
+
+
+def take(baton: Baton) -> float:
+    """Make this process take turns with `baton`: its first wait, before any work, in
+    seconds. A turn that the coordinator granted to a process of this side that died
+    before it read it is dropped."""
+    global _baton
+    os.set_blocking(baton.read_fd, False)
+    try:
+        while os.read(baton.read_fd, 64):
+            pass
+    except BlockingIOError:
+        pass
+    os.set_blocking(baton.read_fd, True)
+    _baton = baton
+    return baton.wait()
+
+
+def current() -> Baton | None:
+    """This process's baton, if it measures side by side."""
+    return _baton

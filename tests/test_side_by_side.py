@@ -1,0 +1,212 @@
+"""measurement.process: side_by_side - every recipe's group of one model measured by one
+job, their processes taking turns at the CPU and timing in alternating slices
+(dlbench.run.side_by_side, dlbench.measure.turns)."""
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+from itertools import pairwise
+
+import pandas as pd
+import pytest
+
+from dlbench.plan import config
+from dlbench.plan.jobs import job_args
+from dlbench.plan.matrix import expand_cells
+from dlbench.plan.rounds import units
+from dlbench.records import result
+from dlbench.run.side_by_side import Coordinator
+from tests.conftest import REPO, snakemake, start_from, tiny_config, tool_env
+
+PROFILE = ["--workflow-profile", str(REPO / "workflow" / "profiles" / "default")]
+
+
+class Sides:
+    """A coordinator over pipes whose other ends the test holds: each side's requests
+    written by hand, its grants read back."""
+
+    def __init__(self, count: int):
+        self.to_sides = [os.pipe() for _ in range(count)]
+        self.from_sides = [os.pipe() for _ in range(count)]
+        self.coordinator = Coordinator([w for _, w in self.to_sides],
+                                       [r for r, _ in self.from_sides])
+
+    def ask(self, side: int, message: str) -> None:
+        os.write(self.from_sides[side][1], message.encode() + b"\n")
+        self.coordinator._read(side)
+
+    def granted(self) -> int | None:
+        """The side the coordinator grants the CPU to now, if it grants it to any."""
+        if self.coordinator.holder is not None:
+            return None
+        self.coordinator._grant()
+        holder = self.coordinator.holder
+        if holder is not None:
+            assert os.read(self.to_sides[holder][0], 1) == b"G"
+        return holder
+
+    def close(self) -> None:
+        for pair in self.to_sides + self.from_sides:
+            for fd in pair:
+                os.close(fd)
+
+
+def test_work_goes_first_then_timed_slices_alternate_a_b_c_then_c_b_a():
+    sides = Sides(3)
+    try:
+        sides.ask(0, "W")
+        assert sides.granted() == 0
+        sides.ask(1, "W")
+        assert sides.granted() is None  # one side at a time: 0 still holds the CPU
+        sides.ask(0, "T 0")  # 0 is ready to time; 1 and 2 still have work
+        assert sides.granted() == 1
+        sides.ask(1, "T 0")
+        assert sides.granted() is None  # 2 has not asked yet: it will have work first
+        sides.ask(2, "W")
+        assert sides.granted() == 2
+        sides.ask(2, "T 0")
+        order = []
+        for _ in range(6):
+            side = sides.granted()
+            order.append(side)
+            sides.ask(side, "T 0")
+        assert order == [0, 1, 2, 2, 1, 0]
+        # A side done with the first sizes waits at the next until every side is.
+        sides.ask(sides.granted(), "T 1")  # 0 ended its loop of position 0
+        assert [sides.granted() for _ in range(1)] == [1]
+        sides.ask(1, "W")  # 1 ended its loop: its checks, then its next sizes
+        assert sides.granted() == 1
+        sides.ask(1, "T 1")
+        assert sides.granted() == 2  # position 0 first: 2 is still timing it
+        sides.ask(2, "T 1")
+        assert {sides.granted()} <= {0, 1, 2}
+    finally:
+        sides.close()
+
+
+def test_a_side_that_ends_passes_its_turn():
+    sides = Sides(2)
+    try:
+        sides.ask(0, "W")
+        sides.ask(1, "T 0")
+        assert sides.granted() == 0
+        sides.coordinator._ended(0)  # its supervisor exited while it held the CPU
+        assert sides.granted() == 1
+    finally:
+        sides.close()
+
+
+def test_a_side_by_side_job_measures_every_recipe_of_a_model():
+    matrix = config.validate(tiny_config(
+        frameworks=["pytorch", "tensorflow"], models=["tiny-bert"], batch_sizes=[1, 2],
+        devices=["cpu", "gpu"], measurement={"process": "side_by_side"}))
+    jobs = units(expand_cells(matrix), "side_by_side")
+    # One job for the CPU's cells; a GPU's groups one by one, as per_group measures them.
+    gpu = {key for key, cells in jobs.items() if cells[0].device == "gpu"}
+    assert set(jobs) - gpu == {"inference_tiny-bert_cpu"}
+    assert gpu and all(len({(c.framework, c.optimization) for c in jobs[key]}) == 1
+                       for key in gpu)
+    cells = jobs["inference_tiny-bert_cpu"]
+    args = job_args(cells, True, matrix)
+    assert "--beside" in args
+    beside = args[args.index("--beside") + 1:]
+    recipes = {f"{c.framework}:{c.optimization}" for c in cells}
+    first = f"{cells[0].framework}:{cells[0].optimization}"
+    assert set(beside[:len(recipes) - 1]) == recipes - {first}
+
+
+def run_side_by_side(tmp_path, recipes: list[str], fault: str = ""):
+    """`dlbench run` of tiny-bert at two batch sizes, its recipes side by side."""
+    framework, optimization = recipes[0].split(":")
+    done = subprocess.run(
+        [sys.executable, "-m", "dlbench", "run", f"--framework={framework}",
+         f"--optimization={optimization}", "--beside", *recipes[1:], "--model=tiny-bert",
+         "--device=cpu", "--batch", "1", "2", "--seqlen", "8", "--warmup-iterations=1",
+         "--min-duration-s=1", "--min-iterations=6", f"--out-dir={tmp_path / 'runs'}"],
+        capture_output=True, text=True, timeout=600,
+        env=tool_env(DLBENCH_TEST_FAULT=fault))
+    records = {p.stem: result.read(p) for p in (tmp_path / "runs").glob("*.json")}
+    return done, records
+
+
+@pytest.mark.slow
+def test_recipes_take_turns_and_a_planted_slower_one_comes_out_slower(tmp_path):
+    slow = "pytorch_tiny-bert_cpu_b\\d_s8_eager"
+    done, records = run_side_by_side(
+        tmp_path, ["pytorch:eager", "pytorch:torchscript", "jax:jit"], fault=f"slow@{slow}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert len(records) == 6 and all(r["status"] == "ok" for r in records.values())
+    slices = sorted((s["started_at"], s["started_at"] + s["seconds"], r["params"]["batch"],
+                     r["params"]["optimization"], s["median_ms"])
+                    for r in records.values() for s in r["timing"]["slices"])
+    # Never two processes at once: no slice overlaps the next.
+    assert all(a[1] <= b[0] for a, b in pairwise(slices))
+    for record in records.values():
+        assert record["process"]["side_by_side"]["sides"] == 3
+        assert len(record["timing"]["slices"]) >= 2
+        # The utilization is the loop's own slices' (at 100 Hz), not the others' turns.
+        own_s = sum(s["seconds"] for s in record["timing"]["slices"])
+        assert record["utilization"]["samples"] <= 100 * own_s + 10, record["utilization"]
+    for batch in (1, 2):
+        recipes = [s[3] for s in slices if s[2] == batch]
+        # Every recipe times a slice before any times its second: the turns go round.
+        assert len(set(recipes[:3])) == 3 and recipes[3:6] == recipes[:3][::-1]
+        # The planted side: each of its slices slower than the other recipes' beside it
+        # by about the 2 ms it spins more.
+        by_slice = [(s[3], s[4]) for s in slices if s[2] == batch]
+        for (a, a_ms), (b, b_ms) in pairwise(by_slice):
+            if "eager" in (a, b) and a != b:
+                eager, other = (a_ms, b_ms) if a == "eager" else (b_ms, a_ms)
+                assert eager > other + 1.5, by_slice
+
+
+@pytest.mark.slow
+def test_a_side_that_crashes_costs_only_its_cell(tmp_path):
+    crash = "pytorch_tiny-bert_cpu_b1_s8_torchscript"
+    done, records = run_side_by_side(tmp_path, ["pytorch:eager", "pytorch:torchscript"],
+                                     fault=f"crash@{crash}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert records[crash]["status"] == "error" and "crashed" in records[crash]["reason"]
+    others = {k: r["status"] for k, r in records.items() if k != crash}
+    assert others == dict.fromkeys(others, "ok") and len(others) == 3
+    # Its next cell was measured by a fresh process of its side, still taking turns.
+    after = records["pytorch_tiny-bert_cpu_b2_s8_torchscript"]
+    assert after["process"]["side_by_side"]["sides"] == 2
+
+
+def test_beside_needs_an_out_dir_and_known_recipes(tmp_path):
+    common = [sys.executable, "-m", "dlbench", "run", "--framework=pytorch",
+              "--optimization=eager", "--model=tiny-bert", "--device=cpu", "--batch=1",
+              "--seqlen=8"]
+    for extra, says in (
+            (["--beside", "jax:jit", f"--out={tmp_path / 'a.json'}"], "--out-dir"),
+            (["--beside", "jax", f"--out-dir={tmp_path}"], "FRAMEWORK:OPTIMIZATION"),
+            (["--beside", "pytorch:eager", f"--out-dir={tmp_path}"], "twice")):
+        done = subprocess.run(common + extra, capture_output=True, text=True, timeout=120,
+                              env=tool_env())
+        assert done.returncode != 0 and says in done.stderr, done.stderr[-1000:]
+
+
+@pytest.mark.slow
+def test_the_workflow_measures_a_model_side_by_side_in_rounds(tmp_path, measured_once):
+    matrix = tiny_config(frameworks=["pytorch", "jax"], models=["tiny-bert"],
+                         batch_sizes=[1], optimizations=["eager", "jit"], devices=["cpu"],
+                         measurement={"process": "side_by_side", "rounds": 2})
+    start_from(measured_once, tmp_path)
+    run = snakemake(tmp_path, matrix, *PROFILE, "--cores", "2")
+    assert run.returncode == 0, run.stderr[-3000:]
+    summary = pd.read_parquet(tmp_path / "results" / "summary.parquet")
+    cells = expand_cells(config.validate(matrix))
+    assert sorted(summary["cell_id"]) == sorted(c.id for c in cells)
+    assert (tmp_path / "logs" / "groups" / "inference_tiny-bert_cpu.log").exists()
+    assert (tmp_path / "logs" / "rounds" / "r0" / "inference_tiny-bert_cpu.log").exists()
+    timed = summary[summary["status"] == "ok"]
+    assert len(timed) == 2
+    for cell_id in timed["cell_id"]:
+        record = json.loads((tmp_path / "results" / "runs" / f"{cell_id}.json").read_text())
+        assert record["timing"]["rounds"]["count"] == 2
+        assert record["process"]["side_by_side"]["sides"] == 2
+    assert statistics.mean(timed["median_ms"]) > 0
+    assert (tmp_path / "report" / "report.html").exists()
