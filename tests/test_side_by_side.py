@@ -81,7 +81,12 @@ def test_work_goes_first_then_timed_slices_alternate_a_b_c_then_c_b_a():
         sides.ask(1, "T 1")
         assert sides.granted() == 2  # position 0 first: 2 is still timing it
         sides.ask(2, "T 1")
-        assert {sides.granted()} <= {0, 1, 2}
+        # Every side at the next sizes: their slices go on in turn, the next pass reversed.
+        order = []
+        for _ in range(3):
+            order.append(sides.granted())
+            sides.ask(order[-1], "T 1")
+        assert order == [2, 1, 0]
     finally:
         sides.close()
 

@@ -169,7 +169,7 @@ class ProcessSampler:
         summed length (a loop timed in slices, the other recipes' turns between them), or
         None if no span was sampled twice."""
         seconds = total = busy = steal = cpu = main = sampler = read = 0
-        memory_count, memory_s, processes, sampled = 0, 0.0, 0, 0
+        memory_count, memory_s, processes, sampled, peak = 0, 0.0, 0, 0, 0.0
         for start, end in spans:
             inside = [s for s in self.samples if start <= s.time <= end]
             memory = [t for t, _ in self.memory if start <= t <= end]
@@ -189,6 +189,7 @@ class ProcessSampler:
             memory_count += len(memory)
             memory_s += memory[-1] - memory[0]
             processes = max(processes, *(s.processes for s in inside))
+            peak = max(peak, _max_rate(inside))
         if not processes:
             return None
         total = max(total, 1)
@@ -203,9 +204,7 @@ class ProcessSampler:
             "sample_hz": round((memory_count - sampled) / memory_s, 1) if memory_s > 0
             else None,
             "process_cpu_cores_mean": round(rate(cpu), 3),
-            "process_cpu_cores_max": round(max(_max_rate([s for s in self.samples
-                                                          if a <= s.time <= b])
-                                               for a, b in spans), 3),
+            "process_cpu_cores_max": round(peak, 3),
             "system_cpu_busy_fraction": round(busy / total, 4),
             "other_load_cores": round(max(busy_cores - rate(cpu) - rate(sampler), 0.0), 3),
             "sampler_cores": round(rate(sampler), 3),
