@@ -122,14 +122,14 @@ def test_a_side_by_side_job_measures_every_recipe_of_a_model():
     assert set(beside[:len(recipes) - 1]) == recipes - {first}
 
 
-def run_side_by_side(tmp_path, recipes: list[str], fault: str = ""):
+def run_side_by_side(tmp_path, recipes: list[str], fault: str = "", *extra: str):
     """`dlbench run` of tiny-bert at two batch sizes, its recipes side by side."""
     framework, optimization = recipes[0].split(":")
     done = subprocess.run(
         [sys.executable, "-m", "dlbench", "run", f"--framework={framework}",
          f"--optimization={optimization}", "--beside", *recipes[1:], "--model=tiny-bert",
          "--device=cpu", "--batch", "1", "2", "--seqlen", "8", "--warmup-iterations=1",
-         "--min-duration-s=1", "--min-iterations=6", f"--out-dir={tmp_path / 'runs'}"],
+         "--min-duration-s=1", "--min-iterations=6", f"--out-dir={tmp_path / 'runs'}", *extra],
         capture_output=True, text=True, timeout=600,
         env=tool_env(DLBENCH_TEST_FAULT=fault))
     records = {p.stem: result.read(p) for p in (tmp_path / "runs").glob("*.json")}
@@ -146,8 +146,12 @@ def test_recipes_take_turns_and_a_planted_slower_one_comes_out_slower(tmp_path):
     slices = sorted((s["started_at"], s["started_at"] + s["seconds"], r["params"]["batch"],
                      r["params"]["optimization"], s["median_ms"])
                     for r in records.values() for s in r["timing"]["slices"])
+    # Every turn at a timed slice, those dropped for the host's stealing included.
+    taken = sorted((s["started_at"], s["started_at"] + s["seconds"], r["params"]["batch"],
+                    r["params"]["optimization"]) for r in records.values()
+                   for s in r["timing"]["slices"] + r["timing"]["stolen_slices"])
     # Never two processes at once: no slice overlaps the next.
-    assert all(a[1] <= b[0] for a, b in pairwise(slices))
+    assert all(a[1] <= b[0] for a, b in pairwise(taken))
     for record in records.values():
         assert record["process"]["side_by_side"]["sides"] == 3
         assert len(record["timing"]["slices"]) >= 2
@@ -155,7 +159,7 @@ def test_recipes_take_turns_and_a_planted_slower_one_comes_out_slower(tmp_path):
         own_s = sum(s["seconds"] for s in record["timing"]["slices"])
         assert record["utilization"]["samples"] <= 100 * own_s + 10, record["utilization"]
     for batch in (1, 2):
-        recipes = [s[3] for s in slices if s[2] == batch]
+        recipes = [s[3] for s in taken if s[2] == batch]
         # Every recipe times a slice before any times its second: the turns go round.
         assert len(set(recipes[:3])) == 3 and recipes[3:6] == recipes[:3][::-1]
         # The planted side: each of its slices slower than the other recipes' beside it
@@ -165,6 +169,44 @@ def test_recipes_take_turns_and_a_planted_slower_one_comes_out_slower(tmp_path):
             if "eager" in (a, b) and a != b:
                 eager, other = (a_ms, b_ms) if a == "eager" else (b_ms, a_ms)
                 assert eager > other + 1.5, by_slice
+
+
+@pytest.mark.slow
+def test_a_stolen_slice_is_timed_again_and_a_host_that_keeps_stealing_is_flagged(tmp_path):
+    """A burst of steal (planted: the host took all of a loop's first slice) costs the cell
+    that slice, timed again at a later turn beside the others; a host that steals every
+    slice leaves the cell's slices stolen after RETIMED tries, and the cell flagged."""
+    from dlbench.measure.timing import Slices
+
+    burst, always = "pytorch_tiny-bert_cpu_b1_s8_eager", "pytorch_tiny-bert_cpu_b1_s8_torchscript"
+    done, records = run_side_by_side(tmp_path, ["pytorch:eager", "pytorch:torchscript"],
+                                     fault=f"stolen@{burst}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    timing = records[burst]["timing"]
+    planted = timing["stolen_slices"][0]
+    assert planted["steal_fraction"] == 1.0 and planted["iterations"] >= 1
+    assert planted["started_at"] < min(s["started_at"] for s in timing["slices"])
+    # Its iterations are gone from the samples; the kept slices' are all there are.
+    assert timing["iterations"] == sum(s["iterations"] for s in timing["slices"])
+    assert timing["iterations"] == len(timing["samples_ms"]) >= 6
+    assert not records[burst]["flags"].get("noisy_machine"), records[burst]["flags"]
+    assert "attempts" not in records[burst]  # no measurement again in a fresh process
+    # The other cells had nothing planted: what they dropped, the host really stole.
+    for cell, record in records.items():
+        if cell != burst:
+            assert all(s["steal_fraction"] < 1.0 for s in record["timing"]["stolen_slices"])
+
+    done, records = run_side_by_side(tmp_path / "always", ["pytorch:eager",
+                                                           "pytorch:torchscript"],
+                                     f"stolen-always@{always}", "--retry-noisy=1")
+    assert done.returncode == 0, done.stderr[-3000:]
+    record = records[always]
+    assert len(record["timing"]["stolen_slices"]) == Slices.RETIMED
+    assert all(s["steal_fraction"] == 1.0 for s in record["timing"]["slices"])
+    assert record["utilization"]["steal_fraction"] == 1.0
+    assert "noisy machine" in " ".join(record["flags"]["reasons"]), record["flags"]
+    # retry_noisy measured it again in a fresh process: stolen again, and kept flagged.
+    assert [a["kept"] for a in record.get("attempts", [])] in ([True, False], [False, True])
 
 
 @pytest.mark.slow

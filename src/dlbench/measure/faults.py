@@ -17,8 +17,10 @@ every layer are multiplied by CACHE_SCALE (a cache written with the wrong sign a
 so that the next tokens attend to a wrong cache — a wrong answer that the token check must
 catch (milder corruptions — the prompt's keys and values zeroed, the batch's rows
 swapped — left tiny-gpt2's greedy tokens unchanged: its random weights make attention's
-share of the logits small); and slow, a fault of the timed loop: every timed iteration
-spins SLOW_S more on the CPU (a planted slower recipe).
+share of the logits small); and faults of the timed loop: slow (every timed iteration
+spins SLOW_S more on the CPU: a planted slower recipe), and, measured side by side,
+stolen (the host is said to have stolen all of the first slice of every timed loop: a
+burst of steal) and stolen-always (every slice: a host that keeps stealing).
 """
 
 import ctypes
@@ -36,7 +38,7 @@ PIPELINE_KINDS = ("kill-loader", "oom-loader", "vanish-file", "corrupt-file")
 GENERATION_KINDS = ("wrong-cache",)
 # Done by the timed loop: each timed iteration spins SLOW_S more on the CPU (a slower side
 # of a comparison, which must come out slower by that much and alone).
-TIMING_KINDS = ("slow",)
+TIMING_KINDS = ("slow", "stolen", "stolen-always")
 SLOW_S = 0.002
 # wrong-cache: what the cached values are multiplied by.
 CACHE_SCALE = -100.0
@@ -106,7 +108,15 @@ def generation_fault() -> str | None:
 
 def planted_delay_s() -> float:
     """The seconds the `slow` fault adds to each timed iteration of the cell (0 if none)."""
-    return SLOW_S if _armed in TIMING_KINDS else 0.0
+    return SLOW_S if _armed == "slow" else 0.0
+
+
+def planted_steal(slice_index: int) -> float:
+    """The share of a timed slice (the loop's 0th, 1st, …) that the `stolen` faults say the
+    host stole (0 if none)."""
+    if _armed == "stolen-always" or (_armed == "stolen" and slice_index == 0):
+        return 1.0
+    return 0.0
 
 
 def corrupt_cache(cache) -> None:

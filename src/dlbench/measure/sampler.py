@@ -29,6 +29,15 @@ def _system_counters(fd: int) -> tuple[int, int, int]:
     return busy, steal, busy + idle + iowait + steal
 
 
+def machine_counters() -> tuple[int, int, int]:
+    """(busy, steal, total) jiffies of the whole machine since boot, read now."""
+    fd = os.open("/proc/stat", os.O_RDONLY)
+    try:
+        return _system_counters(fd)
+    finally:
+        os.close(fd)
+
+
 @dataclass
 class Sample:
     time: float  # wall clock (time.time), to line up with the child's phase marks

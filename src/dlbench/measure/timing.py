@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from dlbench.measure import faults, turns
+from dlbench.measure.sampler import machine_counters
 from dlbench.measure.stats import median_ranks
 
 if TYPE_CHECKING:
@@ -56,13 +57,15 @@ class Stopping:
 class Loop:
     """The timed loop's per-iteration host times (ms), the device times if timed, why it
     stopped, the output of its last iteration, and, measured side by side, its slices:
-    (Unix time of the start, seconds, iterations), the other recipes' turns between them."""
+    (Unix time of the start, seconds, iterations, the share the host stole), the other
+    recipes' turns between them, and those dropped for the host's stealing."""
 
     host: list[float]
     device: list[float] | None
     stopped_by: str
     output: object = field(default=None, repr=False)
-    slices: list[tuple[float, float, int]] | None = None
+    slices: list[tuple[float, float, int, float]] | None = None
+    stolen: list[tuple[float, float, int, float]] | None = None  # slices dropped (`Slices`)
 
 
 def time_call(call: Callable[[], object]) -> float:
@@ -101,24 +104,26 @@ def timed_loop(step: Callable[[], object], synchronize: Callable[[], None], stop
     """Per-iteration host times (each step waits for its queued device work), and the
     device times if a timer is given, until `stopping` says so. Measured side by side
     (dlbench.measure.turns), the loop hands the CPU on after each slice and goes on at its
-    next turn: the stopping rule counts the loop's own time, not the turns between."""
+    next turn: the stopping rule counts the loop's own time, not the turns between; a
+    slice in which the host stole CPU time is timed again (`Slices`)."""
     host: list[float] = []
     device: list[float] | None = None if device_timer is None else []
     ordered: list[float] = []  # the samples sorted, for the adaptive check
     baton = turns.current()
-    slices: list[tuple[float, float, int]] | None = None if baton is None else []
+    slices = None if baton is None else Slices()
     planted = faults.planted_delay_s()  # 0 but in a test of a slower side
     clock = time.perf_counter
     start = last_check = clock()
     before = 0.0  # the loop's own seconds in its earlier slices
-    began, first = time.time(), 0  # this slice's start and first iteration
 
-    def end_slice() -> float:
-        seconds = clock() - start
-        if slices is not None:
-            slices.append((began, seconds, len(host) - first))
-        return seconds
+    def next_slice() -> None:
+        nonlocal start
+        baton.wait(timed=True)
+        slices.begin(len(host))
+        start = clock()
 
+    if slices is not None:
+        slices.begin(0)
     while True:
         t0 = clock()
         if device_timer is None:
@@ -140,14 +145,62 @@ def timed_loop(step: Callable[[], object], synchronize: Callable[[], None], stop
                            clock() - last_check)
         if stopped_by == "checked":
             last_check = clock()
-        elif stopped_by:
-            end_slice()
-            return Loop(host, device, stopped_by, output, slices)
+            stopped_by = None
+        ended = slices is not None and (stopped_by or clock() - start >= baton.slice_s)
+        if ended and not slices.end(clock() - start, host, device, ordered):
+            stopped_by = None  # stolen: its iterations are gone, timed again at a later turn
+        elif ended:
+            before += clock() - start
+        if stopped_by:
+            return Loop(host, device, stopped_by, output,
+                        None if slices is None else slices.kept,
+                        None if slices is None else slices.stolen)
         del output  # never two outputs alive at once: the peak is one step's
-        if baton is not None and clock() - start >= baton.slice_s:
-            before += end_slice()
-            baton.wait(timed=True)
-            start, began, first = clock(), time.time(), len(host)
+        if ended:
+            next_slice()
+
+
+class Slices:
+    """A loop's slices measured side by side: (Unix time of the start, seconds,
+    iterations, the share of the machine's CPU time the host stole) of those kept and of
+    those dropped. A slice in which the host stole more than a noisy machine's limit
+    (dlbench.measure.flags) is dropped and its iterations timed again at a later turn, at
+    most RETIMED a loop: a burst of steal costs the cell a slice, while its neighbours'
+    slices beside it are kept, instead of a measurement again in a fresh process after
+    every other recipe has finished (retry_noisy), unpaired; a host that keeps stealing
+    leaves the slices stolen and the cell flagged."""
+
+    RETIMED = 3
+
+    def __init__(self):
+        from dlbench.measure.flags import NOISY_STEAL_FRACTION  # flags times with this module
+
+        self.limit = NOISY_STEAL_FRACTION
+        self.kept: list[tuple[float, float, int, float]] = []
+        self.stolen: list[tuple[float, float, int, float]] = []
+
+    def begin(self, first: int) -> None:
+        self.first, self.began, self.counters = first, time.time(), machine_counters()
+
+    def end(self, seconds: float, host: list[float], device: list[float] | None,
+            ordered: list[float]) -> bool:
+        """Close the slice begun last; whether it is kept (else its samples are removed)."""
+        _, steal, total = (now - then for now, then in zip(machine_counters(), self.counters,
+                                                           strict=True))
+        share = max(steal / max(total, 1),
+                    faults.planted_steal(len(self.kept) + len(self.stolen)))
+        count = len(host) - self.first
+        entry = (self.began, seconds, count, round(share, 4))
+        if share <= self.limit or len(self.stolen) >= self.RETIMED:
+            self.kept.append(entry)
+            return True
+        self.stolen.append(entry)
+        del host[self.first:]
+        if device is not None:
+            del device[self.first:]
+        if ordered:
+            ordered[:] = sorted(host)
+        return False
 
 
 def _stop(host: list[float], ordered: list[float], stopping: Stopping, elapsed: float,
@@ -220,6 +273,9 @@ def steady_state_and_output(step: Callable[[], object], synchronize: Callable[[]
         timing["target_ci"] = stopping.target_ci
     if loop.slices is not None:
         timing["slices"] = _slices(loop)
+        timing["stolen_slices"] = [
+            {"started_at": round(began, 4), "seconds": round(seconds, 4), "iterations": count,
+             "steal_fraction": share} for began, seconds, count, share in loop.stolen]
     if device:  # on a GPU: the same iterations timed on the device, by its events
         timing["device_time"] = {"method": device_timer.method, "samples_ms": device,
                                  **summarize(device)}
@@ -230,9 +286,9 @@ def _slices(loop: Loop) -> list[dict]:
     """The slices of a loop measured side by side, each with the median of its iterations
     (a ratio between recipes pairs slices seconds apart)."""
     found, first = [], 0
-    for began, seconds, count in loop.slices:
+    for began, seconds, count, share in loop.slices:
         found.append({"started_at": round(began, 4), "seconds": round(seconds, 4),
-                      "iterations": count,
+                      "iterations": count, "steal_fraction": share,
                       "median_ms": statistics.median(loop.host[first:first + count])})
         first += count
     return found

@@ -54,6 +54,12 @@ def annotate(record: dict, sampler: ProcessSampler, gpu: GpuSampler | None) -> d
     record["utilization"] = sampler.windows(
         [(s["started_at"], s["started_at"] + s["seconds"]) for s in slices]) if slices \
         else sampler.window(loop_start, loop_end)
+    if slices and record["utilization"] and all("steal_fraction" in s for s in slices):
+        # The measuring process read the machine's counters at each slice's ends (exact,
+        # where the samples inside a slice miss its edges; and what a test plants there).
+        seconds = sum(s["seconds"] for s in slices) or 1.0
+        record["utilization"]["steal_fraction"] = round(
+            sum(s["steal_fraction"] * s["seconds"] for s in slices) / seconds, 4)
     memory = record["memory"]
     memory["sampled_peak_rss_mb"] = sampler.peak_rss_mb(start, end)
     if gpu:  # NVML's view of the cell's process tree: its window, whatever the CPU window
