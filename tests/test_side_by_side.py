@@ -16,7 +16,7 @@ from dlbench.plan import config
 from dlbench.plan.jobs import job_args
 from dlbench.plan.matrix import expand_cells
 from dlbench.plan.rounds import units
-from dlbench.records import result
+from dlbench.records import aggregate, result
 from dlbench.run.side_by_side import Coordinator
 from tests.conftest import REPO, snakemake, start_from, tiny_config, tool_env
 
@@ -195,6 +195,11 @@ def test_a_stolen_slice_is_timed_again_and_a_host_that_keeps_stealing_is_flagged
     for cell, record in records.items():
         if cell != burst:
             assert all(s["steal_fraction"] < 1.0 for s in record["timing"]["stolen_slices"])
+    # The run's summary takes cells with and without stolen slices (the per-slice details
+    # are the records', not the summary's columns).
+    summary = aggregate.summarize(sorted((tmp_path / "runs").glob("*.json")))
+    summary.to_parquet(tmp_path / "summary.parquet", index=False)
+    assert "stolen_slices" not in summary and len(summary) == 4
 
     done, records = run_side_by_side(tmp_path / "always", ["pytorch:eager",
                                                            "pytorch:torchscript"],
@@ -257,3 +262,19 @@ def test_the_workflow_measures_a_model_side_by_side_in_rounds(tmp_path, measured
         assert record["process"]["side_by_side"]["sides"] == len(timed)  # one size
     assert statistics.mean(timed["median_ms"]) > 0
     assert (tmp_path / "report" / "report.html").exists()
+
+
+def test_the_side_by_side_environment_holds_every_frameworks_packages():
+    """Under --use-conda a side-by-side job runs every framework in envs/side_by_side.yaml:
+    every registered framework's pins, as its own environment pins them, and no other."""
+    import yaml
+
+    from dlbench.catalogue import frameworks
+
+    def pins(path) -> set[str]:
+        environment = yaml.safe_load((REPO / path).read_text())
+        return set(next(d["pip"] for d in environment["dependencies"] if isinstance(d, dict)))
+
+    wanted = set().union(*(pins(frameworks.get(name).environment)
+                           for name in frameworks.REGISTERED))
+    assert pins("envs/side_by_side.yaml") == wanted

@@ -18,10 +18,10 @@ One more flag is not noise, and repeating does not change it:
 """
 
 from dlbench.measure import noise as machine_noise
+from dlbench.measure.sampler import NOISY_STEAL_FRACTION
 
 # A cell whose IQR exceeds this fraction of its median (and 8x the machine's own noise).
 UNSTABLE_RELATIVE_IQR = 0.10
-NOISY_STEAL_FRACTION = 0.05  # a cell measured while the host stole more of the CPU
 # Cores kept busy by other processes beyond those the cell left free (the machine's
 # logical CPUs minus the cell's threads), averaged over the timed loop. On an idle 2-core
 # machine the supervisor's own sampling and the system stay below 0.05 of a core.

@@ -17,6 +17,10 @@ from dataclasses import dataclass, field
 
 import psutil
 
+# A cell measured while the host stole more of the machine's CPU time is flagged *noisy
+# machine* (dlbench.measure.flags); a slice timed side by side, timed again
+# (dlbench.measure.timing.Slices).
+NOISY_STEAL_FRACTION = 0.05
 _TICK = os.sysconf("SC_CLK_TCK")
 _PAGE_MB = os.sysconf("SC_PAGE_SIZE") / 2**20
 

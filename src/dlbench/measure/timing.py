@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from dlbench.measure import faults, turns
-from dlbench.measure.sampler import machine_counters
+from dlbench.measure.sampler import NOISY_STEAL_FRACTION, machine_counters
 from dlbench.measure.stats import median_ranks
 
 if TYPE_CHECKING:
@@ -164,7 +164,7 @@ class Slices:
     """A loop's slices measured side by side: (Unix time of the start, seconds,
     iterations, the share of the machine's CPU time the host stole) of those kept and of
     those dropped. A slice in which the host stole more than a noisy machine's limit
-    (dlbench.measure.flags) is dropped and its iterations timed again at a later turn, at
+    (NOISY_STEAL_FRACTION) is dropped and its iterations timed again at a later turn, at
     most RETIMED a loop: a burst of steal costs the cell a slice, while its neighbours'
     slices beside it are kept, instead of a measurement again in a fresh process after
     every other recipe has finished (retry_noisy), unpaired; a host that keeps stealing
@@ -173,8 +173,6 @@ class Slices:
     RETIMED = 3
 
     def __init__(self):
-        from dlbench.measure.flags import NOISY_STEAL_FRACTION  # flags times with this module
-
         self.limit = NOISY_STEAL_FRACTION
         self.kept: list[tuple[float, float, int, float]] = []
         self.stolen: list[tuple[float, float, int, float]] = []

@@ -21,8 +21,10 @@ _SECTIONS = {"timing": "", "memory": "", "startup": "", "utilization": "utilizat
              "details": "path_", "profile": "profile_", "arithmetic": "arithmetic_",
              "machine_noise": "machine_noise_"}
 _ORDER = ["scenario", "framework", "model", "device", "optimization"]
-# Per-iteration, per-process or per-attempt details, and the frameworks' own switches.
-_SKIP = {"samples_ms", "repeats", "method", "warmup_ms", "attempts", "switches"}
+# Per-iteration, per-slice, per-process or per-attempt details, and the frameworks' own
+# switches.
+_SKIP = {"samples_ms", "repeats", "method", "warmup_ms", "attempts", "switches", "slices",
+         "stolen_slices"}
 
 
 def _flatten(prefix: str, values: dict) -> dict:
