@@ -23,6 +23,13 @@ def grouped(timed: pd.DataFrame) -> pd.Series:
     return timed["process_cells"].gt(1)
 
 
+def side_by_side(timed: pd.DataFrame) -> pd.Series:
+    """Whether each cell's process took turns at the CPU with other recipes' (side_by_side)."""
+    if "process_side_by_side_sides" not in timed:
+        return pd.Series(False, index=timed.index)
+    return timed["process_side_by_side_sides"].notna()
+
+
 def first_in_process(timed: pd.DataFrame) -> pd.Series:
     """Whether each cell was the first of its process (it paid the imports)."""
     if "process_position" not in timed:
