@@ -60,10 +60,6 @@ try:
     SIDE_BY_SIDE_OUTPUTS = side_by_side_outputs(SIDE_BY_SIDE)
 except ValueError as error:
     raise WorkflowError(str(error)) from None
-if SIDE_BY_SIDE and USE_CONDA:
-    raise WorkflowError("measurement.process: side_by_side measures every framework in one "
-                        "job, which --use-conda's environments (one per framework) cannot "
-                        "hold: use per_group there")
 
 # measurement.rounds: each measuring job (a unit: a cell, or a group) runs once per round
 # of its scenario, the jobs of a device one after the other in the order of
@@ -200,6 +196,10 @@ def framework_env(framework):
 
 def cell_env(wildcards):
     return framework_env(job_cells(wildcards)[0].framework)
+
+
+# A side-by-side job runs every framework's recipes of a model: every framework's packages.
+SIDE_BY_SIDE_ENV = "../../envs/side_by_side.yaml"
 
 
 def cell_inputs(wildcards):

@@ -104,6 +104,8 @@ if SIDE_BY_SIDE:
             gpu=cell_gpus,
             cpu_timing=cell_cpu_timing,
             **CELL_CLUSTER_RESOURCES,
+        conda:
+            SIDE_BY_SIDE_ENV
         shell:
             "PYTHONPATH={params.src:q} {params.python:q} -m dlbench run {params.args}"
             f" {{params.reference}} --out-dir {paths.RUNS} > {{log:q}} 2>&1"
@@ -201,6 +203,8 @@ if EARLY_SIDE_BY_SIDE:
             gpu=cell_gpus,
             cpu_timing=cell_cpu_timing,
             **CELL_CLUSTER_RESOURCES,
+        conda:
+            SIDE_BY_SIDE_ENV
         shell:
             "PYTHONPATH={params.src:q} {params.python:q} -m dlbench run {params.args}"
             " {params.reference} --out-dir {params.out:q} > {log:q} 2>&1"
