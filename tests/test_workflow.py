@@ -2,9 +2,11 @@
 report checked as files and in a real browser (headless Chromium)."""
 
 import json
+import re
 
 import pandas as pd
 import pytest
+import yaml
 from bs4 import BeautifulSoup
 
 from dlbench.files import paths
@@ -184,3 +186,14 @@ def test_snakemakes_provenance_report_holds_summary_report_and_logs(workflow_run
     assert logs <= set(embedded), sorted(logs - set(embedded))[:3]
     for path in ["results/summary.csv", "report/report.html", *sorted(logs)[:3]]:
         assert embedded[path] == (workflow_run / path).read_bytes(), path
+
+
+def test_the_slurm_profile_sizes_every_measuring_rule():
+    """Every rule that measures (its rounds before the last included) asks SLURM for its
+    own time and memory: with the defaults (30 min, 2000 MB) a side-by-side job, seven
+    models resident, would be killed."""
+    rules = set(re.findall(r"^\s*rule (measure_\w+):", (REPO / "workflow" / "rules" /
+                                                       "run.smk").read_text(), re.M))
+    profile = yaml.safe_load((REPO / "workflow" / "profiles" / "slurm" / "config.yaml")
+                             .read_text())
+    assert len(rules) == 6 and rules <= set(profile["set-resources"]), rules
