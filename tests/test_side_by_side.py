@@ -180,21 +180,23 @@ def test_a_stolen_slice_is_timed_again_and_a_host_that_keeps_stealing_is_flagged
 
     burst, always = "pytorch_tiny-bert_cpu_b1_s8_eager", "pytorch_tiny-bert_cpu_b1_s8_torchscript"
     done, records = run_side_by_side(tmp_path, ["pytorch:eager", "pytorch:torchscript"],
-                                     fault=f"stolen@{burst}")
+                                     f"stolen@{burst}", "--retry-noisy=1")
     assert done.returncode == 0, done.stderr[-3000:]
     timing = records[burst]["timing"]
     planted = timing["stolen_slices"][0]
     assert planted["steal_fraction"] == 1.0 and planted["iterations"] >= 1
     assert planted["started_at"] < min(s["started_at"] for s in timing["slices"])
-    # Its iterations are gone from the samples; the kept slices' are all there are.
+    # Its iterations are gone from the samples; the kept slices' are all there are, and
+    # they alone make up the loop's time (min_duration_s: 1 s).
     assert timing["iterations"] == sum(s["iterations"] for s in timing["slices"])
     assert timing["iterations"] == len(timing["samples_ms"]) >= 6
-    assert not records[burst]["flags"].get("noisy_machine"), records[burst]["flags"]
-    assert "attempts" not in records[burst]  # no measurement again in a fresh process
-    # The other cells had nothing planted: what they dropped, the host really stole.
-    for cell, record in records.items():
-        if cell != burst:
-            assert all(s["steal_fraction"] < 1.0 for s in record["timing"]["stolen_slices"])
+    assert sum(s["seconds"] for s in timing["slices"]) >= 1.0
+    # Not flagged for steal, so not measured again in a fresh process: unless the host
+    # really stole from RETIMED slices more here (then stolen slices were kept, as below).
+    if len(timing["stolen_slices"]) < Slices.RETIMED:
+        assert not records[burst]["flags"].get("noisy_machine"), records[burst]["flags"]
+        assert not any("stolen" in flag for attempt in records[burst].get("attempts", [])
+                       for flag in attempt["flags"])
     # The run's summary takes cells with and without stolen slices (the per-slice details
     # are the records', not the summary's columns).
     summary = aggregate.summarize(sorted((tmp_path / "runs").glob("*.json")))
@@ -278,3 +280,6 @@ def test_the_side_by_side_environment_holds_every_frameworks_packages():
     wanted = set().union(*(pins(frameworks.get(name).environment)
                            for name in frameworks.REGISTERED))
     assert pins("envs/side_by_side.yaml") == wanted
+    # One version of each package: the frameworks' environments agree on the ones they share.
+    packages = [pin.split("==")[0] for pin in wanted if "==" in pin]
+    assert len(packages) == len(set(packages)), sorted(packages)

@@ -113,8 +113,10 @@ def timed_loop(step: Callable[[], object], synchronize: Callable[[], None], stop
     slices = None if baton is None else Slices()
     planted = faults.planted_delay_s()  # 0 but in a test of a slower side
     clock = time.perf_counter
+    if slices is not None:
+        slices.begin(0)
     start = last_check = clock()
-    before = 0.0  # the loop's own seconds in its earlier slices
+    before = 0.0  # the loop's own seconds in its earlier slices (those kept)
 
     def next_slice() -> None:
         nonlocal start
@@ -122,8 +124,6 @@ def timed_loop(step: Callable[[], object], synchronize: Callable[[], None], stop
         slices.begin(len(host))
         start = clock()
 
-    if slices is not None:
-        slices.begin(0)
     while True:
         t0 = clock()
         if device_timer is None:
@@ -146,11 +146,12 @@ def timed_loop(step: Callable[[], object], synchronize: Callable[[], None], stop
         if stopped_by == "checked":
             last_check = clock()
             stopped_by = None
-        ended = slices is not None and (stopped_by or clock() - start >= baton.slice_s)
-        if ended and not slices.end(clock() - start, host, device, ordered):
+        own = clock() - start  # this slice's
+        ended = slices is not None and (stopped_by or own >= baton.slice_s)
+        if ended and not slices.end(own, host, device, ordered):
             stopped_by = None  # stolen: its iterations are gone, timed again at a later turn
         elif ended:
-            before += clock() - start
+            before += own
         if stopped_by:
             return Loop(host, device, stopped_by, output,
                         None if slices is None else slices.kept,
@@ -165,12 +166,15 @@ class Slices:
     iterations, the share of the machine's CPU time the host stole) of those kept and of
     those dropped. A slice in which the host stole more than a noisy machine's limit
     (NOISY_STEAL_FRACTION) is dropped and its iterations timed again at a later turn, at
-    most RETIMED a loop: a burst of steal costs the cell a slice, while its neighbours'
-    slices beside it are kept, instead of a measurement again in a fresh process after
-    every other recipe has finished (retry_noisy), unpaired; a host that keeps stealing
-    leaves the slices stolen and the cell flagged."""
+    most RETIMED a loop: a burst of steal costs the cell half a second beside the other
+    recipes, where the noisy-machine flag would have it measured again in a fresh process
+    (retry_noisy) after every other recipe had finished. After RETIMED, stolen slices are
+    kept, and the share stolen over the kept slices flags the cell as before. A slice of
+    fewer than JUDGED_JIFFIES of the machine's CPU time (its last, cut short) is kept
+    whatever it read: one tick of steal in a few is no measure of the host."""
 
     RETIMED = 3
+    JUDGED_JIFFIES = 20  # 0.1 s of 2 CPUs
 
     def __init__(self):
         self.limit = NOISY_STEAL_FRACTION
@@ -185,11 +189,12 @@ class Slices:
         """Close the slice begun last; whether it is kept (else its samples are removed)."""
         _, steal, total = (now - then for now, then in zip(machine_counters(), self.counters,
                                                            strict=True))
-        share = max(steal / max(total, 1),
-                    faults.planted_steal(len(self.kept) + len(self.stolen)))
+        planted = faults.planted_steal(len(self.kept) + len(self.stolen))
+        share = max(steal / max(total, 1), planted)
+        judged = share if total >= self.JUDGED_JIFFIES else planted
         count = len(host) - self.first
         entry = (self.began, seconds, count, round(share, 4))
-        if share <= self.limit or len(self.stolen) >= self.RETIMED:
+        if judged <= self.limit or len(self.stolen) >= self.RETIMED:
             self.kept.append(entry)
             return True
         self.stolen.append(entry)
