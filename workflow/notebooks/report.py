@@ -142,15 +142,17 @@ say(f"Summary: {md_code(summary)} — {len(df)} cells, {len(ok)} with timings; "
        if len(elsewhere) else ""))
 # measurement.process: per_group cells share a process with the others of their group;
 # side_by_side, those processes of a model's recipes take turns at the CPU.
-if grouped(ok).any():
-    say(f"{int(grouped(ok).sum())} of the {len(ok)} timed cells were measured in groups "
-        "(`measurement.process: per_group`): one process per framework, model, device and "
-        "optimization, each cell with its own peak counters and compile caches.")
+if (grouped(ok) & ~side_by_side(ok)).any():
+    say(f"{int((grouped(ok) & ~side_by_side(ok)).sum())} of the {len(ok)} timed cells were "
+        "measured in groups (`measurement.process: per_group`): one process per framework, "
+        "model, device and optimization, each cell with its own peak counters and compile "
+        "caches.")
 if side_by_side(ok).any():
-    say(f"{int(side_by_side(ok).sum())} of the {len(ok)} were measured side by side "
-        "(`measurement.process: side_by_side`): every recipe's process of a model started "
-        "at once, taking turns at the CPU, their timed loops in alternating half-second "
-        "slices.")
+    say(f"{int(side_by_side(ok).sum())} of the {len(ok)} timed cells were measured side by "
+        "side (`measurement.process: side_by_side`): one process per framework, model, "
+        "device and optimization, each cell with its own peak counters and compile caches, "
+        "and every such process of a model started at once, the processes taking turns at "
+        "the CPU, their timed loops in alternating half-second slices.")
 
 # %% [markdown]
 # ## Environment
