@@ -40,14 +40,13 @@ CLUSTER = SETTINGS["cluster"]
 # side_by_side: one job per scenario, model and device that measures every recipe's group
 # side by side, their processes taking turns at the CPU (dlbench.run.side_by_side).
 PROCESS = MEASUREMENT["process"]
-SINGLE = [cell for cell in CELLS.values()
-          if not cell.grouped(PROCESS) and not cell.side_by_side(PROCESS)]
-GROUPS, SIDE_BY_SIDE = {}, {}
-for _cell in CELLS.values():
-    if _cell.grouped(PROCESS):
-        GROUPS.setdefault(_cell.group_id, []).append(_cell)
-    elif _cell.side_by_side(PROCESS):
-        SIDE_BY_SIDE.setdefault(_cell.side_by_side_id, []).append(_cell)
+# Each measuring job's cells, by the job's key (Cell.unit): a cell, a group or a
+# side-by-side unit.
+UNITS = rounds.units(CELLS.values(), PROCESS)
+GROUPS = {key: cells for key, cells in UNITS.items() if cells[0].grouped(PROCESS)}
+SIDE_BY_SIDE = {key: cells for key, cells in UNITS.items() if cells[0].side_by_side(PROCESS)}
+SINGLE = [cells[0] for key, cells in UNITS.items()
+          if key not in GROUPS and key not in SIDE_BY_SIDE]
 # A side-by-side job's unit from its rule's wildcards, and as a pattern of them.
 SIDE_BY_SIDE_KEYS = {(cells[0].model, cells[0].device): key
                      for key, cells in SIDE_BY_SIDE.items()}
@@ -61,12 +60,10 @@ try:
 except ValueError as error:
     raise WorkflowError(str(error)) from None
 
-# measurement.rounds: each measuring job (a unit: a cell, or a group) runs once per round
-# of its scenario, the jobs of a device one after the other in the order of
-# dlbench.plan.rounds (A B C, C B A, …); every job waits for the one before it. The rounds
-# before a unit's last write results/rounds/r<round>/; the last one combines them into the
-# cells' results.
-UNITS = rounds.units(CELLS.values(), PROCESS)
+# measurement.rounds: each measuring job (a unit) runs once per round of its scenario,
+# the jobs of a device one after the other in the order of dlbench.plan.rounds (A B C,
+# C B A, …); every job waits for the one before it. The rounds before a unit's last write
+# results/rounds/r<round>/; the last one combines them into the cells' results.
 UNIT_ROUNDS = {key: rounds.unit_rounds(cells, SETTINGS) for key, cells in UNITS.items()}
 CHAINS = rounds.schedule(UNITS, UNIT_ROUNDS, SETTINGS["scenarios"])
 PREVIOUS = rounds.previous(CHAINS)

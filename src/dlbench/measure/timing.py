@@ -141,12 +141,11 @@ def timed_loop(step: Callable[[], object], synchronize: Callable[[], None], stop
         host.append((clock() - t0) * 1e3)
         if device is not None:
             device.append(device_timer.elapsed_ms())
-        stopped_by = _stop(host, ordered, stopping, before + clock() - start,
-                           clock() - last_check)
+        own = clock() - start  # this slice's (the whole loop's, unless side by side)
+        stopped_by = _stop(host, ordered, stopping, before + own, clock() - last_check)
         if stopped_by == "checked":
             last_check = clock()
             stopped_by = None
-        own = clock() - start  # this slice's
         ended = slices is not None and (stopped_by or own >= baton.slice_s)
         if ended and not slices.end(own, host, device, ordered):
             stopped_by = None  # stolen: its iterations are gone, timed again at a later turn
@@ -177,7 +176,6 @@ class Slices:
     JUDGED_JIFFIES = 20  # 0.1 s of 2 CPUs
 
     def __init__(self):
-        self.limit = NOISY_STEAL_FRACTION
         self.kept: list[tuple[float, float, int, float]] = []
         self.stolen: list[tuple[float, float, int, float]] = []
 
@@ -194,7 +192,7 @@ class Slices:
         judged = share if total >= self.JUDGED_JIFFIES else planted
         count = len(host) - self.first
         entry = (self.began, seconds, count, round(share, 4))
-        if judged <= self.limit or len(self.stolen) >= self.RETIMED:
+        if judged <= NOISY_STEAL_FRACTION or len(self.stolen) >= self.RETIMED:
             self.kept.append(entry)
             return True
         self.stolen.append(entry)
@@ -276,9 +274,7 @@ def steady_state_and_output(step: Callable[[], object], synchronize: Callable[[]
         timing["target_ci"] = stopping.target_ci
     if loop.slices is not None:
         timing["slices"] = _slices(loop)
-        timing["stolen_slices"] = [
-            {"started_at": round(began, 4), "seconds": round(seconds, 4), "iterations": count,
-             "steal_fraction": share} for began, seconds, count, share in loop.stolen]
+        timing["stolen_slices"] = [_slice(*entry) for entry in loop.stolen]
     if device:  # on a GPU: the same iterations timed on the device, by its events
         timing["device_time"] = {"method": device_timer.method, "samples_ms": device,
                                  **summarize(device)}
@@ -289,12 +285,18 @@ def _slices(loop: Loop) -> list[dict]:
     """The slices of a loop measured side by side, each with the median of its iterations
     (a ratio between recipes pairs slices seconds apart)."""
     found, first = [], 0
-    for began, seconds, count, share in loop.slices:
-        found.append({"started_at": round(began, 4), "seconds": round(seconds, 4),
-                      "iterations": count, "steal_fraction": share,
+    for entry in loop.slices:
+        count = entry[2]
+        found.append({**_slice(*entry),
                       "median_ms": statistics.median(loop.host[first:first + count])})
         first += count
     return found
+
+
+def _slice(began: float, seconds: float, count: int, share: float) -> dict:
+    """A slice as its record gives it (`Slices`' entries)."""
+    return {"started_at": round(began, 4), "seconds": round(seconds, 4), "iterations": count,
+            "steal_fraction": share}
 
 
 class PhaseClock:
