@@ -7,6 +7,7 @@ import os
 import statistics
 import subprocess
 import sys
+from datetime import datetime
 from itertools import pairwise
 
 import pandas as pd
@@ -29,25 +30,35 @@ class Sides:
     """A coordinator over pipes whose other ends the test holds: each side's requests
     written by hand, its grants read back."""
 
-    def __init__(self, count: int):
+    def __init__(self, count: int, startups: int = 1):
         self.to_sides = [os.pipe() for _ in range(count)]
         self.from_sides = [os.pipe() for _ in range(count)]
+        for read, _ in self.to_sides:
+            os.set_blocking(read, False)
         self.coordinator = Coordinator([w for _, w in self.to_sides],
-                                       [r for r, _ in self.from_sides])
+                                       [r for r, _ in self.from_sides], startups)
 
     def ask(self, side: int, message: str) -> None:
         os.write(self.from_sides[side][1], message.encode() + b"\n")
         self.coordinator._read(side)
 
-    def granted(self) -> int | None:
-        """The side the coordinator grants the CPU to now, if it grants it to any."""
-        if self.coordinator.holder is not None:
-            return None
+    def granted_now(self) -> list[int]:
+        """The sides the coordinator grants a turn to now."""
         self.coordinator._grant()
-        holder = self.coordinator.holder
-        if holder is not None:
-            assert os.read(self.to_sides[holder][0], 1) == b"G"
-        return holder
+        sides = []
+        for side, (read, _) in enumerate(self.to_sides):
+            try:
+                if os.read(read, 1) == b"G":
+                    sides.append(side)
+            except BlockingIOError:
+                pass
+        return sides
+
+    def granted(self) -> int | None:
+        """The one side the coordinator grants the CPU to now, if it grants it to any."""
+        sides = self.granted_now()
+        assert len(sides) <= 1, sides
+        return sides[0] if sides else None
 
     def close(self) -> None:
         for pair in self.to_sides + self.from_sides:
@@ -93,6 +104,47 @@ def test_work_goes_first_then_timed_slices_alternate_a_b_c_then_c_b_a():
         sides.close()
 
 
+def test_start_ups_run_beside_each_other_and_nothing_else_beside_them():
+    """Two start-ups at once (two CPUs): the third waits for one of them to end; work
+    after a start-up (compiling, warm-up) waits for every start-up to end, and runs
+    alone; a timed slice waits for all work."""
+    sides = Sides(3, startups=2)
+    try:
+        for side in range(3):
+            sides.ask(side, "S")
+        assert sides.granted_now() == [0, 1]
+        sides.ask(0, "W")  # 0's model is built: its compiling waits for 1's start-up
+        assert sides.granted_now() == [2]  # a start-up goes beside the other start-up
+        sides.ask(1, "T 0")
+        assert sides.granted_now() == []  # 2 still starts up: 0 may not work beside it
+        sides.ask(2, "W")
+        assert sides.granted_now() == [0]
+        assert sides.granted_now() == []  # 0 compiles alone; 2 waits for it
+        sides.ask(0, "T 0")
+        assert sides.granted_now() == [2]
+        sides.ask(2, "T 0")
+        assert sides.granted_now() == [0]  # one slice at a time, the first pass A B C
+        # 1's measuring process died and its side starts another: not beside a slice.
+        sides.ask(1, "S")
+        assert sides.granted_now() == []
+        sides.ask(0, "T 0")
+        assert sides.granted_now() == [1]
+    finally:
+        sides.close()
+
+
+def test_one_start_up_at_a_time_when_asked():
+    sides = Sides(2, startups=1)
+    try:
+        sides.ask(0, "S")
+        sides.ask(1, "S")
+        assert sides.granted_now() == [0]
+        sides.ask(0, "W")
+        assert sides.granted_now() == [1]
+    finally:
+        sides.close()
+
+
 def test_a_side_that_ends_passes_its_turn():
     sides = Sides(2)
     try:
@@ -122,6 +174,10 @@ def test_a_side_by_side_job_measures_every_recipe_of_a_model():
     recipes = {f"{c.framework}:{c.optimization}" for c in cells}
     first = f"{cells[0].framework}:{cells[0].optimization}"
     assert set(beside[:len(recipes) - 1]) == recipes - {first}
+
+
+def _stamp(iso: str) -> float:
+    return datetime.fromisoformat(iso).timestamp()
 
 
 def run_side_by_side(tmp_path, recipes: list[str], fault: str = "", *extra: str):
@@ -154,6 +210,17 @@ def test_recipes_take_turns_and_a_planted_slower_one_comes_out_slower(tmp_path):
                    for s in r["timing"]["slices"] + r["timing"]["stolen_slices"])
     # Never two processes at once: no slice overlaps the next.
     assert all(a[1] <= b[0] for a, b in pairwise(taken))
+    # The processes' start-ups (from their first turn until their model was built) ran
+    # up to one per CPU at once, and beside no slice.
+    cpus = len(os.sched_getaffinity(0))
+    starts = sorted((_stamp(r["started_at"]), _stamp(r["started_at"])
+                     + r["startup"]["model_built_s"]) for r in records.values()
+                    if r["process"]["position"] == 0)
+    assert len(starts) >= 3  # and any process of a retry
+    assert all(r["process"]["side_by_side"]["startups"] == cpus for r in records.values())
+    assert not any(a < end and start < b for a, b, *_ in taken for start, end in starts)
+    if cpus > 1:
+        assert any(b[0] < a[1] for a, b in pairwise(starts)), starts
     for record in records.values():
         assert record["process"]["side_by_side"]["sides"] == 3
         assert len(record["timing"]["slices"]) >= 2
@@ -269,6 +336,12 @@ def test_the_workflow_measures_a_model_side_by_side_in_rounds(tmp_path, measured
     report = (tmp_path / "report" / "report.html").read_text()
     assert f"{len(timed)} of the {len(timed)} timed cells were measured side by side" in report
     assert "measured in groups" not in report
+    # and how their start-ups shared the machine, in the sentence and under the start-up
+    # figures that it bears on.
+    cpus = len(os.sched_getaffinity(0))
+    if cpus > 1:
+        assert f"their start-ups (imports, building the model) up to {cpus} at once" in report
+        assert f"up to {cpus} processes started up at once" in report
 
 
 def test_the_side_by_side_environment_holds_every_frameworks_packages():

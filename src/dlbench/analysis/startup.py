@@ -6,6 +6,7 @@ from dlbench.format import fmt_fixed, framework_name
 
 PHASES = {
     "imports_done_s": "imports done (s)",
+    "model_built_s": "model built (s)",
     "model_ready_s": "model ready (s)",
     "first_timed_iteration_s": "first timed iteration (s)",
     "cold_start_s": "cold call (s)",
@@ -28,6 +29,15 @@ def side_by_side(timed: pd.DataFrame) -> pd.Series:
     if "process_side_by_side_sides" not in timed:
         return pd.Series(False, index=timed.index)
     return timed["process_side_by_side_sides"].notna()
+
+
+def started_beside_others(timed: pd.DataFrame) -> int:
+    """The most start-ups that side-by-side processes were let run at once (1: each alone;
+    0: no cell measured side by side)."""
+    column = "process_side_by_side_startups"
+    if column not in timed or timed[column].isna().all():
+        return 1 if side_by_side(timed).any() else 0
+    return int(timed[column].max())
 
 
 def first_in_process(timed: pd.DataFrame) -> pd.Series:

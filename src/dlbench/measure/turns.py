@@ -3,13 +3,19 @@
 coordinator lets it — for all of its work: imports, building, compiling, warm-up, the
 correctness check — and times its loop in short slices, handing the CPU back after each
 and waiting on a pipe (no CPU) for its next turn. So the recipes' slices alternate
-seconds apart and a machine whose pace drifts moves every recipe alike, while no two
-processes ever work at once.
+seconds apart and a machine whose pace drifts moves every recipe alike, while nothing
+ever runs beside a timed slice.
+
+A process's start-up — its imports and building its first model, work that is not timed
+and mostly runs on one core — may run beside other processes' start-ups, one per CPU of
+the job (the coordinator's `startups`); everything after it (compiling, warm-up, the
+checks) runs alone, so that compile and cold-call times are the process's own.
 
 Outside side-by-side measuring there is no baton (`current()` is None) and nothing here
-runs. The messages are one line each: `W` (the process wants the CPU for work that is not
-timed) or `T <position>` (it wants a timed slice of its cell at that position in the
-job's order of sizes); the coordinator answers `G` (go) when it is the process's turn.
+runs. The messages are one line each: `S` (the process starts up: work that may share the
+CPU), `W` (work that is not timed, alone) or `T <position>` (it wants a timed slice of its
+cell at that position in the job's order of sizes); the coordinator answers `G` (go) when
+it is the process's turn.
 """
 
 import os
@@ -27,12 +33,14 @@ class Baton:
     """The measuring process's turns: `wait` for the CPU, telling what it is wanted for."""
 
     def __init__(self, read_fd: int, write_fd: int, positions: dict[str, int], sides: int,
-                 slice_s: float = SLICE_S):
+                 slice_s: float = SLICE_S, startups: int = 1):
         self.read_fd, self.write_fd, self.slice_s = read_fd, write_fd, slice_s
         self.sides = sides  # the recipes taking turns, this one's side included
+        self.startups = startups  # how many sides' start-ups may run at once
         self.positions = positions  # of the job's sizes (a cell's `middle`), in its order
         self.position = 0  # that of the cell being measured
         self.waited_s = 0.0  # for its turns, in all
+        self.starting = False  # in its start-up, which it may share with other sides'
 
     def measuring(self, middle: str) -> None:
         """The cell of these sizes is the one measured now."""
@@ -41,7 +49,15 @@ class Baton:
     def wait(self, timed: bool = False) -> float:
         """Give up the CPU and wait until it is this process's turn again; the seconds
         waited. A coordinator that is gone (the job ending) lets it go on at once."""
-        message = f"T {self.position}\n" if timed else "W\n"
+        self.starting = False
+        return self._ask(f"T {self.position}\n" if timed else "W\n")
+
+    def started(self) -> float:
+        """The start-up is over (the model is built): wait for the CPU to this process
+        alone; the seconds waited (0 if it was not starting up)."""
+        return self.wait() if self.starting else 0.0
+
+    def _ask(self, message: str) -> float:
         start = time.perf_counter()
         try:
             os.write(self.write_fd, message.encode())
@@ -54,9 +70,9 @@ class Baton:
 
 
 def take(baton: Baton) -> float:
-    """Make this process take turns with `baton`: its first wait, before any work, in
-    seconds. A turn that the coordinator granted to a process of this side that died
-    before it read it is dropped."""
+    """Make this process take turns with `baton`: its first wait, before any work (for a
+    turn at starting up), in seconds. A turn that the coordinator granted to a process of
+    this side that died before it read it is dropped."""
     global _baton
     os.set_blocking(baton.read_fd, False)
     try:
@@ -66,7 +82,9 @@ def take(baton: Baton) -> float:
         pass
     os.set_blocking(baton.read_fd, True)
     _baton = baton
-    return baton.wait()
+    waited = baton._ask("S\n")
+    baton.starting = True
+    return waited
 
 
 def current() -> Baton | None:

@@ -46,8 +46,9 @@ def measure_cells(tasks: list, paths: list[Path], start: float, repeat: int,
                              "compile_cache": compile_cache.state(),
                              "warm_parent": WARM_PARENT}
         # Under a profiler (the supervisor's), tell it where the timed loop starts and ends.
-        on_mark = partial(_signal_phase, path) if settings.get("profile") else None
-        clock = PhaseClock(start, on_mark=on_mark)
+        profiled = partial(_signal_phase, path) if settings.get("profile") else None
+        clock = PhaseClock(start)
+        clock.on_mark = partial(_on_mark, profiled, clock)
         record["startup"] = clock.marks
         # In rounds, the processes of earlier rounds came first (training seeds by it).
         first = (settings.get("round") or 0) * settings["repeats"]
@@ -57,12 +58,24 @@ def measure_cells(tasks: list, paths: list[Path], start: float, repeat: int,
         record["process"].update(measured.pop("process", {}))
         if BATON is not None:  # the seconds this cell waited while other recipes worked
             record["process"]["side_by_side"] = {
-                "sides": BATON.sides, "slice_s": BATON.slice_s, "sizes": task.cell.middle,
+                "sides": BATON.sides, "slice_s": BATON.slice_s, "startups": BATON.startups,
+                "sizes": task.cell.middle,
                 "waited_s": round(BATON.waited_s - waited_before, 4)}
         record.update(measured)
         record["finished_at"] = result.now()
         atomic.write_json_atomic(path, record)  # validated and completed by the supervisor
         start = time.time()
+
+
+def _on_mark(profiled, clock: PhaseClock, phase: str) -> None:
+    """A phase reached: side by side, the start-up that other sides' start-ups may share
+    ends at the first mark after the imports (the model built), and the process waits for
+    the CPU to itself, a wait that its later marks do not count; under a profiler, tell
+    it."""
+    if BATON is not None and phase != "imports_done_s":
+        clock.process_start += BATON.started()
+    if profiled:
+        profiled(phase)
 
 
 def _signal_phase(record: Path, phase: str) -> None:

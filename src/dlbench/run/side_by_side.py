@@ -8,8 +8,10 @@ Each recipe is a *side*: a process of its own that supervises its group exactly 
 of one group does (dlbench.run.supervisor: fresh processes, crashes, the time limit, the
 memory guard, retry_noisy), its measuring processes holding the baton of the side. This
 process, the coordinator, hands the CPU to one side at a time:
-- work that is not timed (imports, building, compiling, warm-up, checks) comes first, the
-  sides in turn, so that every side has reached its timed loop before any slice is timed;
+- work that is not timed comes first, so that every side has reached its timed loop
+  before any slice is timed: the sides' start-ups (imports, building the model: work on
+  one core, mostly) one per CPU of the job at once, everything after them (compiling,
+  warm-up, checks) one side at a time;
 - then the timed slices of the sizes that come first in the job's order, the sides
   alternating A B C, then C B A, …; a side that has finished its slices of those sizes
   waits at its next sizes until every side has.
@@ -30,6 +32,7 @@ from dlbench.measure import compile_cache, turns
 from dlbench.run import cell as measuring
 from dlbench.run.supervisor import Failure, Limits, die_with_parent
 
+STARTUPS = "DLBENCH_STARTUPS_AT_ONCE"
 # A side's group measured as one job measures it (dlbench.run.job._measure):
 # (tasks, settings, limits, start) → (final record of each task, failure of each task).
 MeasureGroup = Callable[[list, dict, Limits, float], tuple[dict, dict]]
@@ -43,6 +46,7 @@ def measure(groups: list[list], settings: dict, limits: Limits, start: float,
     positions = {middle: index for index, middle in enumerate(order)}
     share = replace(limits, timeout_s=limits.timeout_s * len(groups),
                     memory_mb=limits.memory_mb / len(groups))
+    startups = startups_at_once()
     context = multiprocessing.get_context("fork")
     to_sides = [os.pipe() for _ in groups]  # (read: the side's, write: the coordinator's)
     from_sides = [os.pipe() for _ in groups]  # (read: the coordinator's, write: the side's)
@@ -51,7 +55,7 @@ def measure(groups: list[list], settings: dict, limits: Limits, start: float,
     sides = []
     for index, group in enumerate(groups):
         own = (to_sides[index][0], from_sides[index][1])
-        baton = turns.Baton(*own, positions, len(groups), slice_s)
+        baton = turns.Baton(*own, positions, len(groups), slice_s, startups)
         sides.append(context.Process(target=_side, args=(
             group, settings, share, start, measure_group, baton,
             [fd for fd in every_fd if fd not in own], results[index][1])))
@@ -62,8 +66,8 @@ def measure(groups: list[list], settings: dict, limits: Limits, start: float,
         results[index][1].close()
     previous = signal.signal(signal.SIGTERM, lambda signum, frame: _forward(sides, signum))
     try:
-        answers = Coordinator([w for _, w in to_sides], [r for r, _ in from_sides]).serve(
-            sides, [r for r, _ in results])
+        answers = Coordinator([w for _, w in to_sides], [r for r, _ in from_sides],
+                              startups).serve(sides, [r for r, _ in results])
     finally:
         signal.signal(signal.SIGTERM, previous)
         for fd in [w for _, w in to_sides] + [r for r, _ in from_sides]:
@@ -78,6 +82,14 @@ def measure(groups: list[list], settings: dict, limits: Limits, start: float,
         finals.update({group[i]: record for i, record in side_finals.items()})
         failures.update({group[i]: failure for i, failure in side_failures.items()})
     return finals, failures
+
+
+def startups_at_once() -> int:
+    """How many sides may start up at once: one per CPU this job may use (a start-up's
+    imports run on one core), or DLBENCH_STARTUPS_AT_ONCE (1: one side at a time, each
+    start-up's figures its own)."""
+    asked = os.environ.get(STARTUPS)
+    return max(1, int(asked) if asked else len(os.sched_getaffinity(0)))
 
 
 def _side(group: list, settings: dict, limits: Limits, start: float,
@@ -105,14 +117,16 @@ def _forward(sides: list, signum: int) -> None:
 
 
 class Coordinator:
-    """Hands the CPU to one side at a time (see the module): `G` down a side's pipe is its
-    turn, which ends when the side asks again (`W` or `T <position>`) or ends."""
+    """Hands the CPU to the sides (see the module): `G` down a side's pipe is its turn,
+    which ends when the side asks again (`S`, `W` or `T <position>`) or ends. Up to
+    `startups` sides start up at once; any other turn is a side's alone."""
 
-    def __init__(self, grants: list[int], asks: list[int]):
-        self.grants, self.asks = grants, asks
-        # Each side's last request: "start" (not yet asked), "W", ("T", position), "done".
+    def __init__(self, grants: list[int], asks: list[int], startups: int = 1):
+        self.grants, self.asks, self.startups = grants, asks, startups
+        # Each side's last request: "start" (not yet asked), "S", "W", ("T", position),
+        # "held" (granted), "done".
         self.wants: list = ["start"] * len(grants)
-        self.holder: int | None = None
+        self.holders: dict[int, str] = {}  # the sides holding a turn: "S", "W" or "T"
         self.next_work = 0  # work goes round the sides from here
         self.forward = False  # the direction of the next pass of timed slices
         self.passing: list[int] = []  # the sides still to time a slice in this pass
@@ -148,37 +162,39 @@ class Coordinator:
         data = os.read(self.asks[side], 4096)
         *lines, self.pending[side] = (self.pending[side] + data).split(b"\n")
         for line in lines:
-            self.wants[side] = ("T", int(line[2:])) if line.startswith(b"T") else "W"
-            if self.holder == side:
-                self.holder = None
+            self.wants[side] = ("T", int(line[2:])) if line.startswith(b"T") \
+                else line.decode()
+            self.holders.pop(side, None)
 
     def _ended(self, side: int) -> None:
         self.wants[side] = "done"
-        if self.holder == side:
-            self.holder = None
+        self.holders.pop(side, None)
 
     def _grant(self) -> None:
-        if self.holder is not None:
-            return
-        side = self._next()
-        if side is None:
-            return
-        self.wants[side], self.holder = "held", side
-        try:
-            os.write(self.grants[side], b"G")
-        except OSError:  # no process of the side is left to read it: it is ending
-            self.holder = None
+        while (side := self._next()) is not None:
+            want = self.wants[side]
+            self.wants[side], self.holders[side] = "held", want if want in ("S", "W") else "T"
+            try:
+                os.write(self.grants[side], b"G")
+            except OSError:  # no process of the side is left to read it: it is ending
+                del self.holders[side]
 
     def _next(self) -> int | None:
-        """The side whose turn it is: work first, round the sides; timed slices once no
-        side has work left, at the first position any side is at, A B C then C B A."""
+        """The side whose turn it is: work first, round the sides (start-ups beside
+        start-ups, up to `startups` at once; other work alone); timed slices once no side
+        has work left or holds a turn, at the first position any side is at, A B C then
+        C B A."""
+        if any(kind != "S" for kind in self.holders.values()):
+            return None  # a side works or times alone
         n = len(self.wants)
         for step in range(n):
             side = (self.next_work + step) % n
-            if self.wants[side] == "W":
+            want = self.wants[side]
+            if (want == "S" and len(self.holders) < self.startups) or \
+                    (want == "W" and not self.holders):
                 self.next_work = side + 1
                 return side
-        if "start" in self.wants:  # a side still starting will have work first
+        if self.holders or "start" in self.wants:  # start-ups still running or to come
             return None
         timed = {i: want[1] for i, want in enumerate(self.wants) if isinstance(want, tuple)}
         if not timed:

@@ -232,6 +232,7 @@ class Inference(Scenario):
                 lambda: ops.build(spec, settings["seed"], optimization, weights,
                                   attention=attention_asked))
             model_inputs = ops.inputs(ids)
+            clock.mark("model_built_s")  # then tracing, compiling: model_ready_s
             ops.same_attention_work(model, model_inputs)
             start = time.perf_counter()
             step = prepare(ops, model, model_inputs, optimization,  # tracing, conversion
