@@ -11,7 +11,7 @@ from RUN (a finished run's folder: RUN/results/reference), the two ways alternat
 A …, each into a fresh folder OUT/<pair>-<way>. Per run: the job's wall, when its first
 timed slice began, its slices' seconds, and per framework the median start-up figures of
 its processes' first cells (imports done, model built, model ready, compile, in s since
-the process's first turn, its waits left out); per way, the median wall.
+the command's start, its waits for turns left out); per way, the median wall.
 
 It reports, it does not decide.
 """
@@ -54,6 +54,7 @@ def run(run_dir: Path, out: Path, startups: str | None) -> float:
 
 
 def figures(out: Path, wall: float) -> str:
+    """A run's line: its wall, first slice, slices, and per framework its start-up."""
     records = [json.loads(p.read_text()) for p in (out / "runs").glob("*.json")]
     ok = [r for r in records if r["status"] == "ok"]
     slices = [s for r in ok for s in r["timing"]["slices"]]
@@ -64,7 +65,8 @@ def figures(out: Path, wall: float) -> str:
     for framework in ("pytorch", "tensorflow", "jax"):
         firsts = [r for r in ok if r["params"]["framework"] == framework
                   and r["process"]["position"] == 0]
-        marks = {key: statistics.median(r["startup"].get(key) or 0 for r in firsts)
+        marks = {key: statistics.median(r["startup"][key] for r in firsts
+                                        if r["startup"].get(key) is not None)
                  for key in ("imports_done_s", "model_built_s", "model_ready_s")}
         compile_s = statistics.median(r["timing"]["compile_s"] for r in firsts)
         line += (f"\n    {framework:10} imports {marks['imports_done_s']:4.1f}, built "

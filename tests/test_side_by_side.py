@@ -7,19 +7,24 @@ import os
 import statistics
 import subprocess
 import sys
-from datetime import datetime
+import time
+from functools import partial
 from itertools import pairwise
 
 import pandas as pd
 import pytest
 import yaml
 
+from dlbench.analysis import startup
 from dlbench.catalogue import frameworks
+from dlbench.measure.timing import PhaseClock
 from dlbench.plan import config
 from dlbench.plan.jobs import job_args
 from dlbench.plan.matrix import expand_cells
 from dlbench.plan.rounds import units
 from dlbench.records import aggregate, result
+from dlbench.run import cell as measuring
+from dlbench.run import side_by_side
 from dlbench.run.side_by_side import Coordinator
 from tests.conftest import REPO, snakemake, start_from, tiny_config, tool_env
 
@@ -145,6 +150,39 @@ def test_one_start_up_at_a_time_when_asked():
         sides.close()
 
 
+def test_the_wait_after_a_start_up_is_left_out_of_the_later_marks(monkeypatch):
+    """A process's start-up ends at its first mark after the imports; its wait for the CPU
+    to itself then (5 s here) counts in none of its later marks."""
+    class Baton:
+        asked = 0
+
+        def started(self) -> float:
+            self.asked += 1
+            return 5.0 if self.asked == 1 else 0.0  # only a start-up's end waits
+
+    baton = Baton()
+    monkeypatch.setattr(measuring, "BATON", baton)
+    clock = PhaseClock(time.time() - 10)
+    clock.on_mark = partial(measuring._on_mark, None, clock)
+    clock.mark("imports_done_s")
+    assert baton.asked == 0  # the imports are part of the start-up
+    clock.mark("model_built_s")
+    clock.mark("model_ready_s")
+    assert baton.asked == 2
+    assert clock.marks["model_ready_s"] == pytest.approx(
+        clock.marks["model_built_s"] - 5.0, abs=0.5)
+
+
+def test_the_report_reads_how_many_start_ups_ran_at_once():
+    cells = pd.DataFrame({"process_side_by_side_sides": [3, 3, None],
+                          "process_side_by_side_startups": [2, 2, None]})
+    assert startup.most_startups_at_once(cells) == 2
+    # Records from before start-ups ran at once: one at a time; none side by side: 0.
+    assert startup.most_startups_at_once(cells.drop(
+        columns="process_side_by_side_startups")) == 1
+    assert startup.most_startups_at_once(pd.DataFrame({"median_ms": [1.0]})) == 0
+
+
 def test_a_side_that_ends_passes_its_turn():
     sides = Sides(2)
     try:
@@ -176,20 +214,17 @@ def test_a_side_by_side_job_measures_every_recipe_of_a_model():
     assert set(beside[:len(recipes) - 1]) == recipes - {first}
 
 
-def _stamp(iso: str) -> float:
-    return datetime.fromisoformat(iso).timestamp()
-
-
 def run_side_by_side(tmp_path, recipes: list[str], fault: str = "", *extra: str):
     """`dlbench run` of tiny-bert at two batch sizes, its recipes side by side."""
     framework, optimization = recipes[0].split(":")
+    env = tool_env(DLBENCH_TEST_FAULT=fault)
+    env.pop(side_by_side.STARTUPS, None)  # one per CPU, whatever the shell asks
     done = subprocess.run(
         [sys.executable, "-m", "dlbench", "run", f"--framework={framework}",
          f"--optimization={optimization}", "--beside", *recipes[1:], "--model=tiny-bert",
          "--device=cpu", "--batch", "1", "2", "--seqlen", "8", "--warmup-iterations=1",
          "--min-duration-s=1", "--min-iterations=6", f"--out-dir={tmp_path / 'runs'}", *extra],
-        capture_output=True, text=True, timeout=600,
-        env=tool_env(DLBENCH_TEST_FAULT=fault))
+        capture_output=True, text=True, timeout=600, env=env)
     records = {p.stem: result.read(p) for p in (tmp_path / "runs").glob("*.json")}
     return done, records
 
@@ -211,16 +246,15 @@ def test_recipes_take_turns_and_a_planted_slower_one_comes_out_slower(tmp_path):
     # Never two processes at once: no slice overlaps the next.
     assert all(a[1] <= b[0] for a, b in pairwise(taken))
     # The processes' start-ups (from their first turn until their model was built) ran
-    # up to one per CPU at once, and beside no slice.
-    cpus = len(os.sched_getaffinity(0))
-    starts = sorted((_stamp(r["started_at"]), _stamp(r["started_at"])
-                     + r["startup"]["model_built_s"]) for r in records.values()
-                    if r["process"]["position"] == 0)
-    assert len(starts) >= 3  # and any process of a retry
-    assert all(r["process"]["side_by_side"]["startups"] == cpus for r in records.values())
+    # up to one per CPU at once (three sides), and beside no slice.
+    at_once = min(len(os.sched_getaffinity(0)), 3)
+    assert all(r["process"]["side_by_side"]["startups"] == at_once for r in records.values())
+    starts = sorted((up["began_at"], up["ended_at"]) for r in records.values()
+                    if (up := r["process"]["side_by_side"].get("start_up")))
+    assert len(starts) == 3  # no retries: one process a side
     assert not any(a < end and start < b for a, b, *_ in taken for start, end in starts)
-    if cpus > 1:
-        assert any(b[0] < a[1] for a, b in pairwise(starts)), starts
+    overlapping = any(b[0] < a[1] for a, b in pairwise(starts))
+    assert overlapping == (at_once > 1), starts
     for record in records.values():
         assert record["process"]["side_by_side"]["sides"] == 3
         assert len(record["timing"]["slices"]) >= 2

@@ -20,7 +20,7 @@ from IPython.display import HTML, display
 
 from dlbench.analysis import efficiency, headline
 from dlbench.analysis.environment import environment
-from dlbench.analysis.startup import grouped, side_by_side, started_beside_others
+from dlbench.analysis.startup import grouped, most_startups_at_once, side_by_side
 from dlbench.analysis.status import (
     from_elsewhere,
     not_applicable_combinations,
@@ -148,16 +148,16 @@ if (grouped(ok) & ~side_by_side(ok)).any():
         "model, device and optimization, each cell with its own peak counters and compile "
         "caches.")
 if side_by_side(ok).any():
-    at_once = started_beside_others(ok)
+    at_once = most_startups_at_once(ok)
     say(f"{int(side_by_side(ok).sum())} of the {len(ok)} timed cells were measured side by "
         "side (`measurement.process: side_by_side`): one process per framework, model, "
         "device and optimization, each cell with its own peak counters and compile caches, "
         "and every such process of a model started at once, the processes taking turns at "
         "the CPU: "
-        + (f"their start-ups (imports, building the model) up to {at_once} at once, "
-           if at_once > 1 else "")
-        + "their compiling, warm-up and checks one at a time, their timed loops in "
-        "alternating half-second slices with nothing beside them.")
+        + (f"their start-ups (imports, building the model) up to {at_once} at once, their "
+           "compiling, warm-up and checks one at a time, " if at_once > 1 else
+           "their start-ups, compiling, warm-up and checks one at a time, ")
+        + "their timed loops in alternating half-second slices with nothing beside them.")
 
 # %% [markdown]
 # ## Environment

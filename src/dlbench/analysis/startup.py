@@ -31,7 +31,7 @@ def side_by_side(timed: pd.DataFrame) -> pd.Series:
     return timed["process_side_by_side_sides"].notna()
 
 
-def started_beside_others(timed: pd.DataFrame) -> int:
+def most_startups_at_once(timed: pd.DataFrame) -> int:
     """The most start-ups that side-by-side processes were let run at once (1: each alone;
     0: no cell measured side by side)."""
     column = "process_side_by_side_startups"

@@ -1,5 +1,5 @@
 """Taking turns: the measuring process's side of measuring several recipes side by side
-(dlbench.run.side_by_side). Each recipe's process holds the CPU only while the job's
+(dlbench.run.side_by_side). Each recipe's process works only while the job's
 coordinator lets it — for all of its work: imports, building, compiling, warm-up, the
 correctness check — and times its loop in short slices, handing the CPU back after each
 and waiting on a pipe (no CPU) for its next turn. So the recipes' slices alternate
@@ -41,6 +41,7 @@ class Baton:
         self.position = 0  # that of the cell being measured
         self.waited_s = 0.0  # for its turns, in all
         self.starting = False  # in its start-up, which it may share with other sides'
+        self.start_up: dict | None = None  # its start-up's Unix times, once it has ended
 
     def measuring(self, middle: str) -> None:
         """The cell of these sizes is the one measured now."""
@@ -55,7 +56,10 @@ class Baton:
     def started(self) -> float:
         """The start-up is over (the model is built): wait for the CPU to this process
         alone; the seconds waited (0 if it was not starting up)."""
-        return self.wait() if self.starting else 0.0
+        if not self.starting:
+            return 0.0
+        self.start_up["ended_at"] = round(time.time(), 4)
+        return self.wait()
 
     def _ask(self, message: str) -> float:
         start = time.perf_counter()
@@ -83,7 +87,7 @@ def take(baton: Baton) -> float:
     os.set_blocking(baton.read_fd, True)
     _baton = baton
     waited = baton._ask("S\n")
-    baton.starting = True
+    baton.starting, baton.start_up = True, {"began_at": round(time.time(), 4)}
     return waited
 
 

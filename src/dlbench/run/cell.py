@@ -46,9 +46,9 @@ def measure_cells(tasks: list, paths: list[Path], start: float, repeat: int,
                              "compile_cache": compile_cache.state(),
                              "warm_parent": WARM_PARENT}
         # Under a profiler (the supervisor's), tell it where the timed loop starts and ends.
-        profiled = partial(_signal_phase, path) if settings.get("profile") else None
+        tell_profiler = partial(_signal_phase, path) if settings.get("profile") else None
         clock = PhaseClock(start)
-        clock.on_mark = partial(_on_mark, profiled, clock)
+        clock.on_mark = partial(_on_mark, tell_profiler, clock)
         record["startup"] = clock.marks
         # In rounds, the processes of earlier rounds came first (training seeds by it).
         first = (settings.get("round") or 0) * settings["repeats"]
@@ -61,21 +61,24 @@ def measure_cells(tasks: list, paths: list[Path], start: float, repeat: int,
                 "sides": BATON.sides, "slice_s": BATON.slice_s, "startups": BATON.startups,
                 "sizes": task.cell.middle,
                 "waited_s": round(BATON.waited_s - waited_before, 4)}
+            if position == 0:  # the process started up for this cell: when (Unix times)
+                record["process"]["side_by_side"]["start_up"] = BATON.start_up
         record.update(measured)
         record["finished_at"] = result.now()
         atomic.write_json_atomic(path, record)  # validated and completed by the supervisor
         start = time.time()
 
 
-def _on_mark(profiled, clock: PhaseClock, phase: str) -> None:
+def _on_mark(tell_profiler, clock: PhaseClock, phase: str) -> None:
     """A phase reached: side by side, the start-up that other sides' start-ups may share
-    ends at the first mark after the imports (the model built), and the process waits for
+    ends at the first mark after the imports (inference: the model built; a scenario
+    without that mark: its model ready, its tracing included), and the process waits for
     the CPU to itself, a wait that its later marks do not count; under a profiler, tell
     it."""
     if BATON is not None and phase != "imports_done_s":
         clock.process_start += BATON.started()
-    if profiled:
-        profiled(phase)
+    if tell_profiler:
+        tell_profiler(phase)
 
 
 def _signal_phase(record: Path, phase: str) -> None:

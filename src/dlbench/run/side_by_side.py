@@ -7,7 +7,7 @@ same pace of the machine.
 Each recipe is a *side*: a process of its own that supervises its group exactly as a job
 of one group does (dlbench.run.supervisor: fresh processes, crashes, the time limit, the
 memory guard, retry_noisy), its measuring processes holding the baton of the side. This
-process, the coordinator, hands the CPU to one side at a time:
+process, the coordinator, hands out the CPU:
 - work that is not timed comes first, so that every side has reached its timed loop
   before any slice is timed: the sides' start-ups (imports, building the model: work on
   one core, mostly) one per CPU of the job at once, everything after them (compiling,
@@ -46,7 +46,7 @@ def measure(groups: list[list], settings: dict, limits: Limits, start: float,
     positions = {middle: index for index, middle in enumerate(order)}
     share = replace(limits, timeout_s=limits.timeout_s * len(groups),
                     memory_mb=limits.memory_mb / len(groups))
-    startups = startups_at_once()
+    startups = min(startups_at_once(), len(groups))
     context = multiprocessing.get_context("fork")
     to_sides = [os.pipe() for _ in groups]  # (read: the side's, write: the coordinator's)
     from_sides = [os.pipe() for _ in groups]  # (read: the coordinator's, write: the side's)
@@ -89,7 +89,11 @@ def startups_at_once() -> int:
     imports run on one core), or DLBENCH_STARTUPS_AT_ONCE (1: one side at a time, each
     start-up's figures its own)."""
     asked = os.environ.get(STARTUPS)
-    return max(1, int(asked) if asked else len(os.sched_getaffinity(0)))
+    if not asked:
+        return len(os.sched_getaffinity(0))
+    if not asked.isdigit() or int(asked) < 1:
+        raise ValueError(f"{STARTUPS} must be a whole number of at least 1, not {asked!r}")
+    return int(asked)
 
 
 def _side(group: list, settings: dict, limits: Limits, start: float,
@@ -162,8 +166,10 @@ class Coordinator:
         data = os.read(self.asks[side], 4096)
         *lines, self.pending[side] = (self.pending[side] + data).split(b"\n")
         for line in lines:
-            self.wants[side] = ("T", int(line[2:])) if line.startswith(b"T") \
-                else line.decode()
+            if line.startswith(b"T"):
+                self.wants[side] = ("T", int(line[2:]))
+            else:  # a start-up (S) or other work (W, alone)
+                self.wants[side] = "S" if line == b"S" else "W"
             self.holders.pop(side, None)
 
     def _ended(self, side: int) -> None:

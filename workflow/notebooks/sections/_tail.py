@@ -6,7 +6,7 @@ summary = "results/summary.parquet"
 # %%
 from dlbench.analysis.quality import quality
 from dlbench.analysis.reproduce import reproduce
-from dlbench.analysis.startup import started_beside_others, startup
+from dlbench.analysis.startup import most_startups_at_once, startup
 from dlbench.analysis.summary import load, timed
 from dlbench.format import blank_repeats, md_code_block
 from dlbench.measure.flags import (
@@ -95,7 +95,7 @@ else:
 # per scenario and model (each its own workload), framework and optimization. A job
 # forked by a warm parent (config/README.md) found its framework imported: its columns show
 # what the job paid, the last one what the import cost its parent, once. A process measured side
-# by side counts from its first turn, its waits for later turns left out.
+# by side counts from its command's start, its waits for turns left out.
 
 # %%
 costs = startup(ok)
@@ -103,10 +103,10 @@ if costs is None:
     say("No cell produced a timing, so there is no start-up cost to show.")
 else:
     show(blank_repeats(blank_repeats(costs, "scenario"), "model"))
-    if (at_once := started_beside_others(ok)) > 1:
-        say(f"Measured side by side, up to {at_once} processes started up at once (one per "
-            "CPU): their imports and building the model ran beside other recipes' and are "
-            "of a shared machine; compiling, the cold call and everything after ran alone.")
+    if (at_once := most_startups_at_once(ok)) > 1:
+        say(f"Measured side by side, up to {at_once} processes started up at once: their "
+            "imports and building the model ran beside other recipes' and are of a shared "
+            "machine; compiling, the cold call and everything after ran alone.")
 
 # %% [markdown]
 # ## Reproduce
