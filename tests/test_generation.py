@@ -7,6 +7,7 @@ import math
 import statistics
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -263,6 +264,38 @@ def test_one_cell_per_framework_generates_the_reference_ids(tmp_path, shared, fr
         pytest.skip(f"{framework} is not registered")
     record = run_cell(tmp_path / "cell.json", shared, framework, optimization, **env)
     check_generates_the_reference_ids(record, framework, optimization)
+
+
+@pytest.mark.slow
+def test_one_process_measures_a_group_of_sizes_each_against_its_own_reference(tmp_path,
+                                                                            shared):
+    """A recipe's sizes in one process (measurement.process: per_group, and each side of
+    side_by_side): every cell reads its own reference's ids from the model's folder."""
+    weights, _ = shared
+    folder = Path(weights).parent
+    longer = folder / f"generation_b{BATCH}_p{PROMPT}_n{NEW + 1}.npz"
+    subprocess.run([sys.executable, "-m", "dlbench.reference", "generation",
+                    f"--batch={BATCH}", f"--seqlen={PROMPT}", f"--new-tokens={NEW + 1}",
+                    f"--weights={weights}", "--model=tiny-gpt2", "--threads=1",
+                    f"--out={longer}"], check=True, env=tool_env(), capture_output=True,
+                   timeout=300)
+    run = subprocess.run(
+        [sys.executable, "-m", "dlbench", "run", "--scenario=generation",
+         "--framework=pytorch", "--model=tiny-gpt2", "--device=cpu", f"--batch={BATCH}",
+         f"--seqlen={PROMPT}", "--new-tokens", str(NEW), str(NEW + 1),
+         "--optimization=eager", f"--weights={weights}", f"--reference-dir={folder}",
+         *QUICK, f"--out-dir={tmp_path}"],
+        env=tool_env(), capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    for position, new in enumerate((NEW, NEW + 1)):
+        record = result.read(tmp_path / f"generation_pytorch_tiny-gpt2_cpu_b{BATCH}_p{PROMPT}"
+                                         f"_n{new}_eager.json")
+        assert record["status"] == "ok", record["reason"]
+        assert record["process"]["cells"] == 2 and record["process"]["position"] == position
+        assert record["settings"]["reference"] == str(
+            folder / f"generation_b{BATCH}_p{PROMPT}_n{new}.npz")
+        assert record["correctness"]["share_equal"] == 1.0
+        assert record["generation"]["new_tokens"] == new
 
 
 @pytest.mark.slow

@@ -348,23 +348,37 @@ def test_beside_needs_an_out_dir_and_known_recipes(tmp_path):
 
 @pytest.mark.slow
 def test_the_workflow_measures_a_model_side_by_side_in_rounds(tmp_path, measured_once):
+    """Each scenario that groups sizes, side by side in a job of its own (a rule per
+    scenario): inference's recipes of tiny-bert, generation's of tiny-gpt2."""
     matrix = tiny_config(frameworks=["pytorch", "jax"], models=["tiny-bert"],
                          batch_sizes=[1], optimizations=["eager", "jit"], devices=["cpu"],
-                         measurement={"process": "side_by_side", "rounds": 2})
+                         measurement={"process": "side_by_side", "rounds": 2},
+                         generation={"models": ["tiny-gpt2"], "batch_sizes": [1],
+                                     "prompt_lengths": [8], "new_tokens": [4],
+                                     "optimizations": {"pytorch": ["eager"], "jax": ["jit"]}})
     start_from(measured_once, tmp_path)
     run = snakemake(tmp_path, matrix, *PROFILE, "--cores", "2")
     assert run.returncode == 0, run.stderr[-3000:]
     summary = pd.read_parquet(tmp_path / "results" / "summary.parquet")
     cells = expand_cells(config.validate(matrix))
     assert sorted(summary["cell_id"]) == sorted(c.id for c in cells)
-    assert (tmp_path / "logs" / "groups" / "inference_tiny-bert_cpu.log").exists()
-    assert (tmp_path / "logs" / "rounds" / "r0" / "inference_tiny-bert_cpu.log").exists()
-    timed = summary[summary["status"] == "ok"]  # PyTorch eager, JAX eager and jit
-    assert len(timed) == 3
-    for cell_id in timed["cell_id"]:
+    for unit in ("inference_tiny-bert_cpu", "generation_tiny-gpt2_cpu"):
+        assert (tmp_path / "logs" / "groups" / f"{unit}.log").exists(), unit
+        assert (tmp_path / "logs" / "rounds" / "r0" / f"{unit}.log").exists(), unit
+    # inference: PyTorch eager, JAX eager and jit; generation: PyTorch eager, JAX jit
+    timed = summary[summary["status"] == "ok"]
+    sides = {"inference": 3, "generation": 2}
+    assert sorted(timed["scenario"]) == sorted(name for name, n in sides.items()
+                                               for _ in range(n))
+    for cell_id, scenario in zip(timed["cell_id"], timed["scenario"], strict=True):
         record = json.loads((tmp_path / "results" / "runs" / f"{cell_id}.json").read_text())
         assert record["timing"]["rounds"]["count"] == 2
-        assert record["process"]["side_by_side"]["sides"] == len(timed)  # one size
+        assert record["process"]["side_by_side"]["sides"] == sides[scenario]  # one size
+        assert record["timing"]["slices"], cell_id  # timed in turns
+        if scenario == "generation":  # token for token, its reference read from the folder
+            assert record["correctness"]["share_equal"] == 1.0, cell_id
+            assert record["settings"]["reference"].endswith(
+                "tiny-gpt2/generation_b1_p8_n4.npz")
     assert statistics.mean(timed["median_ms"]) > 0
     # The report names how they were measured: side by side, not one recipe at a time.
     report = (tmp_path / "report" / "report.html").read_text()

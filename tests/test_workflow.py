@@ -9,6 +9,7 @@ import pytest
 import yaml
 from bs4 import BeautifulSoup
 
+from dlbench import scenarios
 from dlbench.files import paths
 from dlbench.format import fmt_ms, framework_name, na
 from dlbench.plan import config
@@ -191,9 +192,17 @@ def test_snakemakes_provenance_report_holds_summary_report_and_logs(workflow_run
 def test_the_slurm_profile_sizes_every_measuring_rule():
     """Every rule that measures (its rounds before the last included) asks SLURM for its
     own time and memory: with the defaults (30 min, 2000 MB) a side-by-side job, seven
-    models resident, would be killed."""
-    rules = set(re.findall(r"^\s*rule (measure_\w+):", (REPO / "workflow" / "rules" /
-                                                       "run.smk").read_text(), re.M))
+    models resident, would be killed. Side by side, each scenario that groups sizes has a
+    rule of its own (run.smk)."""
+    text = (REPO / "workflow" / "rules" / "run.smk").read_text()
+    rules = set(re.findall(r"^\s*rule (measure_\w+):", text, re.M))
+    assert rules == {"measure_cell", "measure_group", "measure_cell_round",
+                     "measure_group_round"}, rules
+    assert 'f"measure_side_by_side_{scenario}"' in text
+    assert 'f"measure_side_by_side_{scenario}_round"' in text
+    rules |= {f"measure_side_by_side_{name}{round_}" for name in scenarios.scenarios()
+              if scenarios.get(name).groupable for round_ in ("", "_round")}
     profile = yaml.safe_load((REPO / "workflow" / "profiles" / "slurm" / "config.yaml")
                              .read_text())
-    assert len(rules) == 6 and rules <= set(profile["set-resources"]), rules
+    assert len(rules) == 8 and rules <= set(profile["set-resources"]), \
+        sorted(rules - set(profile["set-resources"]))

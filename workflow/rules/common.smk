@@ -3,6 +3,7 @@ import time
 
 RUN_STARTED = time.time()  # when Snakemake read the workflow: the run's wall starts here
 
+import functools
 import json
 import mimetypes
 import sys
@@ -47,16 +48,19 @@ GROUPS = {key: cells for key, cells in UNITS.items() if cells[0].grouped(PROCESS
 SIDE_BY_SIDE = {key: cells for key, cells in UNITS.items() if cells[0].side_by_side(PROCESS)}
 SINGLE = [cells[0] for key, cells in UNITS.items()
           if key not in GROUPS and key not in SIDE_BY_SIDE]
-# A side-by-side job's unit from its rule's wildcards, and as a pattern of them.
-SIDE_BY_SIDE_KEYS = {(cells[0].model, cells[0].device): key
+# A side-by-side job's unit from its scenario, model and device. Each scenario measured side
+# by side has a rule of its own (its cells' ids have its shape, see run.smk), whose
+# wildcards are the model and device: `for_scenario` tells the rule's functions its scenario.
+SIDE_BY_SIDE_KEYS = {(cells[0].scenario, cells[0].model, cells[0].device): key
                      for key, cells in SIDE_BY_SIDE.items()}
-SIDE_BY_SIDE_UNIT = next((Cell(cells[0].scenario, cells[0].framework, "{model}", "{device}",
-                               cells[0].optimization).side_by_side_id
-                          for cells in SIDE_BY_SIDE.values()), "")
+SIDE_BY_SIDE_SCENARIOS = sorted({scenario for scenario, _, _ in SIDE_BY_SIDE_KEYS})
 try:
     GROUP_OUTPUTS, GROUP_HEADS, GROUP_TAILS = group_outputs(
         [cell for group in GROUPS.values() for cell in group])
-    SIDE_BY_SIDE_OUTPUTS = side_by_side_outputs(SIDE_BY_SIDE)
+    SIDE_BY_SIDE_OUTPUTS = {
+        scenario: side_by_side_outputs({key: cells for key, cells in SIDE_BY_SIDE.items()
+                                        if cells[0].scenario == scenario})
+        for scenario in SIDE_BY_SIDE_SCENARIOS}
 except ValueError as error:
     raise WorkflowError(str(error)) from None
 
@@ -71,12 +75,47 @@ EARLY_ROUNDS = sorted({r for chain in CHAINS.values() for _, r in chain
                        if r < max(UNIT_ROUNDS.values(), default=1) - 1}) or [-1]
 EARLY_SINGLE = sorted({cell.id for cell in SINGLE if UNIT_ROUNDS[cell.id] > 1}) or ["^$"]
 EARLY_GROUPS = sorted({key for key in GROUPS if UNIT_ROUNDS[key] > 1})
-EARLY_SIDE_BY_SIDE = sorted({key for key in SIDE_BY_SIDE if UNIT_ROUNDS[key] > 1})
+EARLY_SIDE_BY_SIDE = sorted({cells[0].scenario for key, cells in SIDE_BY_SIDE.items()
+                             if UNIT_ROUNDS[key] > 1})
 # A group's records of an early round: one per size, as its last round's results.
 GROUP_ROUND_OUTPUTS = [paths.round_result("{round}", Path(pattern).stem)
                        for pattern in GROUP_OUTPUTS]
-SIDE_BY_SIDE_ROUND_OUTPUTS = [paths.round_result("{round}", Path(pattern).stem)
-                              for pattern in SIDE_BY_SIDE_OUTPUTS]
+
+
+def side_by_side_unit(scenario):
+    """A side-by-side job's unit id as a pattern of its rule's wildcards (its log's name)."""
+    return Cell(scenario, "", "{model}", "{device}", "").side_by_side_id
+
+
+def side_by_side_wildcards(scenario):
+    """The values a side-by-side rule's wildcards may take: its models', its devices'."""
+    keys = [key for key in SIDE_BY_SIDE_KEYS if key[0] == scenario]
+    return {"model": alternatives(model for _, model, _ in keys),
+            "device": alternatives(device for _, _, device in keys)}
+
+
+def side_by_side_round_outputs(scenario):
+    return [paths.round_result("{round}", Path(pattern).stem)
+            for pattern in SIDE_BY_SIDE_OUTPUTS[scenario]]
+
+
+class ToldWildcards(dict):
+    """A rule's wildcards by name and as attributes, as Snakemake gives them, and more."""
+
+    __getattr__ = dict.__getitem__
+
+
+def for_scenario(function, scenario):
+    """`function` of a side-by-side rule's wildcards, told the rule's scenario (no wildcard
+    names it). Snakemake passes a function the arguments its signature names: the
+    original's, which `wraps` shows."""
+
+    @functools.wraps(function)
+    def told(wildcards, *args, **kwargs):
+        return function(ToldWildcards(wildcards.items(), scenario=scenario), *args, **kwargs)
+
+    return told
+
 
 # The logs that `snakemake --report` shows are plain text.
 mimetypes.add_type("text/plain", ".log")
@@ -110,7 +149,7 @@ def job_key(wildcards):
     if "cell" in wildcards.keys():
         return wildcards.cell
     if "model" in wildcards.keys():
-        return SIDE_BY_SIDE_KEYS[(wildcards.model, wildcards.device)]
+        return SIDE_BY_SIDE_KEYS[(wildcards.scenario, wildcards.model, wildcards.device)]
     return f"{wildcards.head}_{wildcards.tail}"
 
 

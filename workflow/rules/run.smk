@@ -79,31 +79,36 @@ if GROUPS:
             f" {{params.reference}} --out-dir {paths.RUNS} > {{log:q}} 2>&1"
 
 
-if SIDE_BY_SIDE:
+# measure_side_by_side_<scenario> - with measurement.process: side_by_side, one job per
+# model and device that measures every recipe's group of a scenario side by side. One rule
+# per scenario (the outputs have its cells' shape), so its functions are told the scenario.
+for scenario in SIDE_BY_SIDE_SCENARIOS:
 
-    rule measure_side_by_side:
+    rule:
+        name:
+            f"measure_side_by_side_{scenario}"
         input:
-            unpack(cell_inputs),
-            previous=previous_job,
-            rounds=earlier_rounds,
+            unpack(for_scenario(cell_inputs, scenario)),
+            previous=for_scenario(previous_job, scenario),
+            rounds=for_scenario(earlier_rounds, scenario),
         output:
             # Every recipe's cells of one model and device: results/runs/<id>.json.
-            SIDE_BY_SIDE_OUTPUTS,
+            SIDE_BY_SIDE_OUTPUTS[scenario],
         log:
-            paths.group_log(SIDE_BY_SIDE_UNIT),
+            paths.group_log(side_by_side_unit(scenario)),
         wildcard_constraints:
-            model=alternatives(model for model, _ in SIDE_BY_SIDE_KEYS),
-            device=alternatives(device for _, device in SIDE_BY_SIDE_KEYS),
+            **side_by_side_wildcards(scenario),
         params:
-            args=cell_args,
-            reference=input_args,
+            args=for_scenario(cell_args, scenario),
+            reference=for_scenario(input_args, scenario),
             src=SRC,
             python=PYTHON,
-        threads: cell_threads
+        threads: for_scenario(cell_threads, scenario)
         resources:
-            gpu=cell_gpus,
-            cpu_timing=cell_cpu_timing,
-            **CELL_CLUSTER_RESOURCES,
+            gpu=for_scenario(cell_gpus, scenario),
+            cpu_timing=for_scenario(cell_cpu_timing, scenario),
+            **{name: for_scenario(function, scenario)
+               for name, function in CELL_CLUSTER_RESOURCES.items()},
         conda:
             SIDE_BY_SIDE_ENV
         shell:
@@ -178,31 +183,33 @@ if EARLY_GROUPS:
             " {params.reference} --out-dir {params.out:q} > {log:q} 2>&1"
 
 
-if EARLY_SIDE_BY_SIDE:
+for scenario in EARLY_SIDE_BY_SIDE:
 
-    rule measure_side_by_side_round:
+    rule:
+        name:
+            f"measure_side_by_side_{scenario}_round"
         input:
-            unpack(cell_inputs),
-            previous=previous_job,
+            unpack(for_scenario(cell_inputs, scenario)),
+            previous=for_scenario(previous_job, scenario),
         output:
-            SIDE_BY_SIDE_ROUND_OUTPUTS,
+            side_by_side_round_outputs(scenario),
         log:
-            paths.round_log("{round}", SIDE_BY_SIDE_UNIT),
+            paths.round_log("{round}", side_by_side_unit(scenario)),
         wildcard_constraints:
-            model=alternatives(model for model, _ in SIDE_BY_SIDE_KEYS),
-            device=alternatives(device for _, device in SIDE_BY_SIDE_KEYS),
+            **side_by_side_wildcards(scenario),
             round=alternatives(EARLY_ROUNDS),
         params:
-            args=cell_args,
-            reference=input_args,
+            args=for_scenario(cell_args, scenario),
+            reference=for_scenario(input_args, scenario),
             src=SRC,
             python=PYTHON,
             out=paths.round_dir("{round}"),
-        threads: cell_threads
+        threads: for_scenario(cell_threads, scenario)
         resources:
-            gpu=cell_gpus,
-            cpu_timing=cell_cpu_timing,
-            **CELL_CLUSTER_RESOURCES,
+            gpu=for_scenario(cell_gpus, scenario),
+            cpu_timing=for_scenario(cell_cpu_timing, scenario),
+            **{name: for_scenario(function, scenario)
+               for name, function in CELL_CLUSTER_RESOURCES.items()},
         conda:
             SIDE_BY_SIDE_ENV
         shell:

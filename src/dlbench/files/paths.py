@@ -111,10 +111,15 @@ def reference_output(model: str, batch: Value, seqlen: Value) -> str:
     return f"{reference_dir(model)}/{reference_output_name(batch, seqlen)}"
 
 
+def reference_generation_name(batch: Value, prompt: Value, new_tokens: Value) -> str:
+    """The file name of the reference's generated ids in its model's folder."""
+    return f"generation_b{batch}_p{prompt}_n{new_tokens}.npz"
+
+
 def reference_generation(model: str, batch: Value, prompt: Value, new_tokens: Value) -> str:
     """The reference's generated ids (PyTorch eager fp32 on the CPU, greedy) of a model,
     batch, prompt length and number of new tokens."""
-    return f"{reference_dir(model)}/generation_b{batch}_p{prompt}_n{new_tokens}.npz"
+    return f"{reference_dir(model)}/{reference_generation_name(batch, prompt, new_tokens)}"
 
 
 def reference_generation_log(model: str, batch: Value, prompt: Value,

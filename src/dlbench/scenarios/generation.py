@@ -174,6 +174,9 @@ class Generation(Scenario):
         Axis("seqlen", "prompt_lengths", "p", "prompt lengths in tokens"),
         Axis("new_tokens", "new_tokens", "n", "new tokens generated per prompt (at least 2)"),
     )
+    # A cell is seconds of decoding after seconds of start-up: one process may measure a
+    # recipe's sizes, and side by side the recipes take turns (measurement.process).
+    groupable = True
     summary_sections = {"throughput": "", "correctness": "correctness_",
                         "attention": "attention_", "generation": "generation_",
                         "compilation": "compilation_"}
@@ -201,21 +204,33 @@ class Generation(Scenario):
                     cell.size("new_tokens"))}
 
     def input_args(self, cells: list["Cell"], inputs: dict, group: bool) -> list[str]:
+        """The reference's ids of one cell, or the folder of a group's."""
         if "weights" not in inputs.keys():
             return []
-        return [f"--weights={inputs['weights'][0]}", f"--reference={inputs['reference'][0]}"]
+        weights = inputs["weights"][0]
+        if not group:
+            return [f"--weights={weights}", f"--reference={inputs['reference'][0]}"]
+        return [f"--weights={weights}", f"--reference-dir={Path(weights).parent}"]
 
     def add_input_options(self, parser) -> None:
         parser.add_argument("--weights", type=Path,
                             help="generation: shared weights (model.safetensors from "
                             "dlbench.reference); default: random from the seed")
-        parser.add_argument("--reference", type=Path,
-                            help="generation: the reference's generated ids (.npz from "
-                            "`python -m dlbench.reference generation`)")
+        references = parser.add_mutually_exclusive_group()
+        references.add_argument("--reference", type=Path,
+                                help="generation: the reference's generated ids (.npz from "
+                                "`python -m dlbench.reference generation`) of one cell")
+        references.add_argument("--reference-dir", type=Path,
+                                help="generation: the folder of the model's reference ids "
+                                "(generation_b<B>_p<P>_n<N>.npz)")
 
     def task_inputs(self, args, cell: "Cell") -> dict[str, str | None]:
+        reference = args.reference
+        if args.reference_dir:
+            reference = args.reference_dir / paths.reference_generation_name(
+                cell.size("batch"), cell.size("seqlen"), cell.size("new_tokens"))
         return {"weights": args.weights and str(args.weights),
-                "reference": args.reference and str(args.reference)}
+                "reference": reference and str(reference)}
 
     # -- measuring ---------------------------------------------------------------------------
 
@@ -248,6 +263,7 @@ class Generation(Scenario):
             # The setting's attention, or the recipe's own (PyTorch's -sdpa recipes).
             asked = optimization.recipe.attention_of(settings.get("attention", "sdpa"))
             model = ops.build(spec, settings["seed"], optimization, weights, attention=asked)
+            clock.mark("model_built_s")  # side by side: the start-up ends, the rest alone
             attention = {"setting": asked, **ops.attention(model)}
             prompt_inputs = ops.inputs(ids)
             start = time.perf_counter()
