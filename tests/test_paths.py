@@ -10,8 +10,9 @@ from dlbench.plan.matrix import expand_cells
 from dlbench.run import peak
 from tests.conftest import snakemake
 
-# Every scenario, a group (inference, per_group) and cells that cannot apply (graph in
-# PyTorch), two data sets and two reference outputs.
+# Every scenario, groups of two scenarios (inference, generation: per_group, each its own
+# rule) and cells that cannot apply (graph in PyTorch), two data sets and two reference
+# outputs.
 CONFIG = {
     "frameworks": ["pytorch", "tensorflow"], "devices": ["cpu"],
     "inference": {"models": ["tiny-bert"], "batch_sizes": [1, 2], "sequence_lengths": [8],
@@ -20,6 +21,8 @@ CONFIG = {
                  "pipelines": ["w0"], "optimizers": ["sgd"], "optimizations": ["eager"]},
     "train_step": {"models": ["tiny-gpt2"], "batch_sizes": [2], "sequence_lengths": [16],
                    "optimizers": ["adam"], "optimizations": ["eager"]},
+    "generation": {"models": ["tiny-gpt2"], "batch_sizes": [1], "prompt_lengths": [8],
+                   "new_tokens": [4, 5], "optimizations": ["eager"]},
     "measurement": {"process": "per_group", "threads": 2},
 }
 
@@ -47,15 +50,23 @@ def python_side(validated: dict) -> set[tuple[str, tuple[str, ...], tuple[str, .
         else:
             jobs.add(("measure_cell", (cell.result_path,), (cell.log_path(process),)))
     for group in groups.values():
-        jobs.add(("measure_group", tuple(sorted(c.result_path for c in group)),
+        # inference's rule as v1 named it, another scenario's with its name
+        scenario = group[0].scenario
+        rule = "measure_group" + ("" if scenario == "inference" else f"_{scenario}")
+        jobs.add((rule, tuple(sorted(c.result_path for c in group)),
                   (group[0].log_path(process),)))
     for cell in runnable:
         inputs = cell.spec.inputs(cell)
         if "weights" in inputs:
             jobs.add(("reference_weights", (inputs["weights"],), (paths.weights_log(cell.model),)))
             batch, seqlen = cell.size("batch"), cell.size("seqlen")
-            jobs.add(("reference_output", (inputs["reference"],),
-                      (paths.reference_output_log(cell.model, batch, seqlen),)))
+            if cell.scenario == "generation":
+                new = cell.size("new_tokens")
+                jobs.add(("reference_generation", (inputs["reference"],),
+                          (paths.reference_generation_log(cell.model, batch, seqlen, new),)))
+            else:
+                jobs.add(("reference_output", (inputs["reference"],),
+                          (paths.reference_output_log(cell.model, batch, seqlen),)))
         if "data" in inputs:
             name = cell.size("dataset")
             jobs.add(("dataset", (inputs["data"],), (paths.dataset_log(name),)))
@@ -86,11 +97,12 @@ def test_the_rules_write_the_paths_that_python_computes(tmp_path):
     # cell's failed record, a group's folder of results.
     cells = {cell.result_path: cell for cell in expand_cells(validated)}
     commands = {f["output"]: f["Shell command"] for rule, f in jobs
-                if rule in ("measure_cell", "measure_group")}
+                if rule in ("measure_cell", "measure_group", "measure_group_generation")}
     for outputs, command in commands.items():
         first = cells[outputs.split(", ")[0]]
         if first.grouped("per_group"):
             assert f" --out-dir {paths.RUNS} >" in command
         else:
             assert f" --out {first.result_path} --failed-out {first.failed_path} >" in command
-    assert len(commands) == 10  # 4 inference groups, 4 training and 2 train_step cells
+    # 4 inference groups, 2 generation groups, 4 training and 2 train_step cells
+    assert len(commands) == 12

@@ -9,14 +9,13 @@ import pytest
 import yaml
 from bs4 import BeautifulSoup
 
-from dlbench import scenarios
 from dlbench.files import paths
 from dlbench.format import fmt_ms, framework_name, na
 from dlbench.plan import config
 from dlbench.plan.matrix import expand_cells
 from dlbench.records import result
 from tests import report_html
-from tests.conftest import REPO, TINY_RUN, headless_chrome, snakemake
+from tests.conftest import REPO, TINY_RUN, headless_chrome, snakemake, tiny_config
 
 pytestmark = pytest.mark.slow  # end-to-end: `pytest -m "not slow"` skips it
 
@@ -189,20 +188,28 @@ def test_snakemakes_provenance_report_holds_summary_report_and_logs(workflow_run
         assert embedded[path] == (workflow_run / path).read_bytes(), path
 
 
-def test_the_slurm_profile_sizes_every_measuring_rule():
+def test_the_slurm_profile_sizes_every_measuring_rule(tmp_path):
     """Every rule that measures (its rounds before the last included) asks SLURM for its
     own time and memory: with the defaults (30 min, 2000 MB) a side-by-side job, seven
-    models resident, would be killed. Side by side, each scenario that groups sizes has a
-    rule of its own (run.smk)."""
-    text = (REPO / "workflow" / "rules" / "run.smk").read_text()
-    rules = set(re.findall(r"^\s*rule (measure_\w+):", text, re.M))
-    assert rules == {"measure_cell", "measure_group", "measure_cell_round",
-                     "measure_group_round"}, rules
-    assert 'f"measure_side_by_side_{scenario}"' in text
-    assert 'f"measure_side_by_side_{scenario}_round"' in text
-    rules |= {f"measure_side_by_side_{name}{round_}" for name in scenarios.scenarios()
-              if scenarios.get(name).groupable for round_ in ("", "_round")}
+    models resident, would be killed. A matrix that plans every kind: two scenarios that
+    group their sizes (each its own rules), side by side on the CPU and in groups on a
+    GPU, in rounds; and the one-cell rules, which run.smk names."""
+    matrix = tiny_config(
+        frameworks=["pytorch", "jax"], models=["tiny-bert"], batch_sizes=[1],
+        optimizations=["eager"], devices=["cpu", "gpu"],
+        measurement={"process": "side_by_side", "rounds": 2},
+        generation={"models": ["tiny-gpt2"], "batch_sizes": [1], "prompt_lengths": [8],
+                    "new_tokens": [4], "optimizations": ["eager"]})
+    dry = snakemake(tmp_path, matrix, "--cores", "2", "--dry-run")
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    planned = set(re.findall(r"^(?:local)?rule (measure_\w+):", dry.stdout, re.M))
+    assert planned == {f"{kind}{scenario}{round_}"
+                       for kind in ("measure_group", "measure_side_by_side")
+                       for scenario in ("", "_generation") for round_ in ("", "_round")}
+    single = set(re.findall(r"^\s*rule (measure_\w+):",
+                            (REPO / "workflow" / "rules" / "run.smk").read_text(), re.M))
+    assert single == {"measure_cell", "measure_cell_round"}, single
     profile = yaml.safe_load((REPO / "workflow" / "profiles" / "slurm" / "config.yaml")
                              .read_text())
-    assert len(rules) == 8 and rules <= set(profile["set-resources"]), \
-        sorted(rules - set(profile["set-resources"]))
+    assert planned | single <= set(profile["set-resources"]), \
+        sorted(planned | single - set(profile["set-resources"]))

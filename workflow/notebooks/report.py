@@ -152,7 +152,7 @@ if side_by_side(ok).any():
     say(f"{int(side_by_side(ok).sum())} of the {len(ok)} timed cells were measured side by "
         "side (`measurement.process: side_by_side`): one process per framework, model, "
         "device and optimization, each cell with its own peak counters and compile caches, "
-        "and every such process of a model started at once, the processes taking turns at "
+        "and every such process of a scenario's model started at once, taking turns at "
         "the CPU: "
         + (f"their start-ups (imports, building the model) up to {at_once} at once, their "
            "compiling, warm-up and checks one at a time, " if at_once > 1 else

@@ -19,7 +19,13 @@ from dlbench.files import paths
 from dlbench.catalogue import frameworks
 from dlbench.plan import rounds
 from dlbench.plan.jobs import job_args
-from dlbench.plan.matrix import Cell, expand_cells, group_outputs, side_by_side_outputs
+from dlbench.plan.matrix import (
+    DEFAULT_SCENARIO,
+    Cell,
+    expand_cells,
+    group_outputs,
+    side_by_side_outputs,
+)
 
 # `--config` values arrive as strings: read them as YAML, like a config file's.
 dlbench_config.type_command_line(config, workflow.config_settings.overwrite_config)
@@ -48,21 +54,37 @@ GROUPS = {key: cells for key, cells in UNITS.items() if cells[0].grouped(PROCESS
 SIDE_BY_SIDE = {key: cells for key, cells in UNITS.items() if cells[0].side_by_side(PROCESS)}
 SINGLE = [cells[0] for key, cells in UNITS.items()
           if key not in GROUPS and key not in SIDE_BY_SIDE]
-# A side-by-side job's unit from its scenario, model and device. Each scenario measured side
-# by side has a rule of its own (its cells' ids have its shape, see run.smk), whose
-# wildcards are the model and device: `for_scenario` tells the rule's functions its scenario.
+# Each scenario's groups and side-by-side units have rules of their own (their outputs
+# have its cells' shape, see run.smk): by scenario, the groups' output patterns, heads and
+# tails, and the side-by-side units' output patterns. A side-by-side job's unit comes from
+# its scenario, model and device; its rule's wildcards are the model and device, and
+# `for_scenario` tells the rule's functions its scenario.
 SIDE_BY_SIDE_KEYS = {(cells[0].scenario, cells[0].model, cells[0].device): key
                      for key, cells in SIDE_BY_SIDE.items()}
-SIDE_BY_SIDE_SCENARIOS = sorted({scenario for scenario, _, _ in SIDE_BY_SIDE_KEYS})
+
+
+def by_scenario(units):
+    found = {}
+    for key, cells in units.items():
+        found.setdefault(cells[0].scenario, {})[key] = cells
+    return found
+
+
 try:
-    GROUP_OUTPUTS, GROUP_HEADS, GROUP_TAILS = group_outputs(
-        [cell for group in GROUPS.values() for cell in group])
-    SIDE_BY_SIDE_OUTPUTS = {
-        scenario: side_by_side_outputs({key: cells for key, cells in SIDE_BY_SIDE.items()
-                                        if cells[0].scenario == scenario})
-        for scenario in SIDE_BY_SIDE_SCENARIOS}
+    GROUP_RULES = {scenario: group_outputs([cell for group in groups.values() for cell in group])
+                   for scenario, groups in by_scenario(GROUPS).items()}
+    SIDE_BY_SIDE_OUTPUTS = {scenario: side_by_side_outputs(units)
+                            for scenario, units in by_scenario(SIDE_BY_SIDE).items()}
 except ValueError as error:
     raise WorkflowError(str(error)) from None
+
+
+def measuring_rule(kind, scenario):
+    """The name of a scenario's rule of a kind (measure_group, measure_side_by_side):
+    inference's as v1 named it (its cell ids have no scenario either), another's with its
+    scenario's name."""
+    return kind if scenario == DEFAULT_SCENARIO else f"{kind}_{scenario}"
+
 
 # measurement.rounds: each measuring job (a unit) runs once per round of its scenario,
 # the jobs of a device one after the other in the order of dlbench.plan.rounds (A B C,
@@ -74,12 +96,16 @@ PREVIOUS = rounds.previous(CHAINS)
 EARLY_ROUNDS = sorted({r for chain in CHAINS.values() for _, r in chain
                        if r < max(UNIT_ROUNDS.values(), default=1) - 1}) or [-1]
 EARLY_SINGLE = sorted({cell.id for cell in SINGLE if UNIT_ROUNDS[cell.id] > 1}) or ["^$"]
-EARLY_GROUPS = sorted({key for key in GROUPS if UNIT_ROUNDS[key] > 1})
+# The scenarios whose groups, or side-by-side units, have rounds before their last.
+EARLY_GROUPS = sorted({cells[0].scenario for key, cells in GROUPS.items()
+                       if UNIT_ROUNDS[key] > 1})
 EARLY_SIDE_BY_SIDE = sorted({cells[0].scenario for key, cells in SIDE_BY_SIDE.items()
                              if UNIT_ROUNDS[key] > 1})
-# A group's records of an early round: one per size, as its last round's results.
-GROUP_ROUND_OUTPUTS = [paths.round_result("{round}", Path(pattern).stem)
-                       for pattern in GROUP_OUTPUTS]
+
+
+def round_outputs(patterns):
+    """A job's records of an early round: one per cell, as its last round's results."""
+    return [paths.round_result("{round}", Path(pattern).stem) for pattern in patterns]
 
 
 def side_by_side_unit(scenario):
@@ -94,15 +120,14 @@ def side_by_side_wildcards(scenario):
             "device": alternatives(device for _, _, device in keys)}
 
 
-def side_by_side_round_outputs(scenario):
-    return [paths.round_result("{round}", Path(pattern).stem)
-            for pattern in SIDE_BY_SIDE_OUTPUTS[scenario]]
-
-
 class ToldWildcards(dict):
     """A rule's wildcards by name and as attributes, as Snakemake gives them, and more."""
 
-    __getattr__ = dict.__getitem__
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
 
 
 def for_scenario(function, scenario):

@@ -47,21 +47,25 @@ if SINGLE:
             f" --failed-out {FAILED_OUT} > {{log:q}} 2>&1"
 
 
-if GROUPS:
+# One measure_group rule per scenario that groups its sizes (measuring_rule: inference's
+# keeps v1's name): its outputs have the scenario's sizes.
+for scenario, (outputs, heads, tails) in GROUP_RULES.items():
 
-    rule measure_group:
+    rule:
+        name:
+            measuring_rule("measure_group", scenario)
         input:
             unpack(cell_inputs),
             previous=previous_job,
             rounds=earlier_rounds,
         output:
             # One per size of the group: results/runs/{head}_<sizes>_{tail}.json.
-            GROUP_OUTPUTS,
+            outputs,
         log:
             paths.group_log("{head}_{tail}"),
         wildcard_constraints:
-            head=alternatives(GROUP_HEADS),
-            tail=alternatives(GROUP_TAILS),
+            head=alternatives(heads),
+            tail=alternatives(tails),
         params:
             args=cell_args,
             reference=input_args,
@@ -79,21 +83,21 @@ if GROUPS:
             f" {{params.reference}} --out-dir {paths.RUNS} > {{log:q}} 2>&1"
 
 
-# measure_side_by_side_<scenario> - with measurement.process: side_by_side, one job per
-# model and device that measures every recipe's group of a scenario side by side. One rule
-# per scenario (the outputs have its cells' shape), so its functions are told the scenario.
-for scenario in SIDE_BY_SIDE_SCENARIOS:
+# measure_side_by_side - with measurement.process: side_by_side, one job per model and
+# device that measures every recipe's group of a scenario side by side. One rule per
+# scenario (measuring_rule), whose functions are told the scenario (no wildcard names it).
+for scenario, outputs in SIDE_BY_SIDE_OUTPUTS.items():
 
     rule:
         name:
-            f"measure_side_by_side_{scenario}"
+            measuring_rule("measure_side_by_side", scenario)
         input:
             unpack(for_scenario(cell_inputs, scenario)),
             previous=for_scenario(previous_job, scenario),
             rounds=for_scenario(earlier_rounds, scenario),
         output:
             # Every recipe's cells of one model and device: results/runs/<id>.json.
-            SIDE_BY_SIDE_OUTPUTS[scenario],
+            outputs,
         log:
             paths.group_log(side_by_side_unit(scenario)),
         wildcard_constraints:
@@ -151,19 +155,22 @@ if EARLY_SINGLE != ["^$"]:
             " {params.reference} --out {output:q} > {log:q} 2>&1"
 
 
-if EARLY_GROUPS:
+for scenario in EARLY_GROUPS:
+    outputs, heads, tails = GROUP_RULES[scenario]
 
-    rule measure_group_round:
+    rule:
+        name:
+            measuring_rule("measure_group", scenario) + "_round"
         input:
             unpack(cell_inputs),
             previous=previous_job,
         output:
-            GROUP_ROUND_OUTPUTS,
+            round_outputs(outputs),
         log:
             paths.round_log("{round}", "{head}_{tail}"),
         wildcard_constraints:
-            head=alternatives(GROUP_HEADS),
-            tail=alternatives(GROUP_TAILS),
+            head=alternatives(heads),
+            tail=alternatives(tails),
             round=alternatives(EARLY_ROUNDS),
         params:
             args=cell_args,
@@ -187,12 +194,12 @@ for scenario in EARLY_SIDE_BY_SIDE:
 
     rule:
         name:
-            f"measure_side_by_side_{scenario}_round"
+            measuring_rule("measure_side_by_side", scenario) + "_round"
         input:
             unpack(for_scenario(cell_inputs, scenario)),
             previous=for_scenario(previous_job, scenario),
         output:
-            side_by_side_round_outputs(scenario),
+            round_outputs(SIDE_BY_SIDE_OUTPUTS[scenario]),
         log:
             paths.round_log("{round}", side_by_side_unit(scenario)),
         wildcard_constraints:

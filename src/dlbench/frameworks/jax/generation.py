@@ -172,7 +172,9 @@ class JaxGeneration:
         return {"transformers": transformers.__version__}
 
     def release(self) -> None:
+        """Forget compiled programs, so that the next cell of a group compiles afresh."""
         self._jitted = None
+        jax.clear_caches()
         if self._layer_class is not None:
             modeling_flax_gpt2.FlaxConv1D = self._layer_class
             self._layer_class = None
