@@ -80,9 +80,9 @@ except ValueError as error:
 
 
 def measuring_rule(kind, scenario):
-    """The name of a scenario's rule of a kind (measure_group, measure_side_by_side):
-    inference's as v1 named it (its cell ids have no scenario either), another's with its
-    scenario's name."""
+    """The name of a scenario's measuring rule of a kind (measure_group or
+    measure_side_by_side), inference's as v1 named it (its cell ids have no scenario
+    either), another's with its scenario's name."""
     return kind if scenario == DEFAULT_SCENARIO else f"{kind}_{scenario}"
 
 
