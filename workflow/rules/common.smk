@@ -142,6 +142,12 @@ def for_scenario(function, scenario):
     return told
 
 
+def side_by_side_resources(scenario):
+    """A side-by-side rule's resources, as a measuring job's, told its scenario."""
+    resources = {"gpu": cell_gpus, "cpu_timing": cell_cpu_timing, **CELL_CLUSTER_RESOURCES}
+    return {name: for_scenario(function, scenario) for name, function in resources.items()}
+
+
 # The logs that `snakemake --report` shows are plain text.
 mimetypes.add_type("text/plain", ".log")
 

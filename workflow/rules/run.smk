@@ -109,10 +109,7 @@ for scenario, outputs in SIDE_BY_SIDE_OUTPUTS.items():
             python=PYTHON,
         threads: for_scenario(cell_threads, scenario)
         resources:
-            gpu=for_scenario(cell_gpus, scenario),
-            cpu_timing=for_scenario(cell_cpu_timing, scenario),
-            **{name: for_scenario(function, scenario)
-               for name, function in CELL_CLUSTER_RESOURCES.items()},
+            **side_by_side_resources(scenario),
         conda:
             SIDE_BY_SIDE_ENV
         shell:
@@ -213,10 +210,7 @@ for scenario in EARLY_SIDE_BY_SIDE:
             out=paths.round_dir("{round}"),
         threads: for_scenario(cell_threads, scenario)
         resources:
-            gpu=for_scenario(cell_gpus, scenario),
-            cpu_timing=for_scenario(cell_cpu_timing, scenario),
-            **{name: for_scenario(function, scenario)
-               for name, function in CELL_CLUSTER_RESOURCES.items()},
+            **side_by_side_resources(scenario),
         conda:
             SIDE_BY_SIDE_ENV
         shell:

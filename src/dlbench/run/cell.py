@@ -71,8 +71,8 @@ def measure_cells(tasks: list, paths: list[Path], start: float, repeat: int,
 
 def _on_mark(tell_profiler, clock: PhaseClock, phase: str) -> None:
     """A phase reached: side by side, the start-up that other sides' start-ups may share
-    ends at the first mark after the imports (inference: the model built; a scenario
-    without that mark: its model ready, its tracing included), and the process waits for
+    ends at the first mark after the imports (inference, generation: the model built; a
+    scenario without that mark: its model ready, its tracing included), and the process waits for
     the CPU to itself, a wait that its later marks do not count; under a profiler, tell
     it."""
     if BATON is not None and phase != "imports_done_s":

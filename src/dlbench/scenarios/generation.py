@@ -32,6 +32,7 @@ from dlbench.catalogue.models import MODELS, get_model
 from dlbench.files import paths
 from dlbench.scenarios import Axis, Scenario, median_over, register
 from dlbench.scenarios._compilation import COMPILATION_SCHEMA
+from dlbench.scenarios._reference import SharedReference
 from dlbench.scenarios.generation_ops import GenerationOps
 from dlbench.scenarios.inference import (
     THROUGHPUT_SCHEMA,
@@ -162,7 +163,7 @@ def step_times(calls: list[tuple[float, list[float] | None]]) -> dict:
             "per_position_p90_ms": np.percentile(steps, 90, axis=0).tolist()}
 
 
-class Generation(Scenario):
+class Generation(SharedReference, Scenario):
     name = "generation"
     ops_interface = GenerationOps
     description = ("greedy text generation with a decoder: time to the first token, time per "
@@ -197,40 +198,9 @@ class Generation(Scenario):
 
     # -- the shared weights and the reference's ids (dlbench.reference) --------------------
 
-    def inputs(self, cell: "Cell") -> dict[str, str]:
-        return {"weights": paths.weights(cell.model),
-                "reference": paths.reference_generation(
-                    cell.model, cell.size("batch"), cell.size("seqlen"),
-                    cell.size("new_tokens"))}
-
-    def input_args(self, cells: list["Cell"], inputs: dict, group: bool) -> list[str]:
-        """The reference's ids of one cell, or the folder of a group's."""
-        if "weights" not in inputs.keys():
-            return []
-        weights = inputs["weights"][0]
-        if not group:
-            return [f"--weights={weights}", f"--reference={inputs['reference'][0]}"]
-        return [f"--weights={weights}", f"--reference-dir={Path(weights).parent}"]
-
-    def add_input_options(self, parser) -> None:
-        parser.add_argument("--weights", type=Path,
-                            help="generation: shared weights (model.safetensors from "
-                            "dlbench.reference); default: random from the seed")
-        references = parser.add_mutually_exclusive_group()
-        references.add_argument("--reference", type=Path,
-                                help="generation: the reference's generated ids (.npz from "
-                                "`python -m dlbench.reference generation`) of one cell")
-        references.add_argument("--reference-dir", type=Path,
-                                help="generation: the folder of the model's reference ids "
-                                "(generation_b<B>_p<P>_n<N>.npz)")
-
-    def task_inputs(self, args, cell: "Cell") -> dict[str, str | None]:
-        reference = args.reference
-        if args.reference_dir:
-            reference = args.reference_dir / paths.reference_generation_name(
-                cell.size("batch"), cell.size("seqlen"), cell.size("new_tokens"))
-        return {"weights": args.weights and str(args.weights),
-                "reference": reference and str(reference)}
+    def reference_name(self, cell: "Cell") -> str:
+        return paths.reference_generation_name(cell.size("batch"), cell.size("seqlen"),
+                                               cell.size("new_tokens"))
 
     # -- measuring ---------------------------------------------------------------------------
 

@@ -8,7 +8,6 @@ reference output (PyTorch eager, fp32, CPU, the same weights and token ids).
 
 import gc
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dlbench.catalogue import frameworks, recipes
@@ -18,6 +17,7 @@ from dlbench.catalogue.recipes import Optimization
 from dlbench.files import paths
 from dlbench.scenarios import Axis, Scenario, register
 from dlbench.scenarios._compilation import COMPILATION_SCHEMA
+from dlbench.scenarios._reference import SharedReference
 from dlbench.scenarios.inference_ops import InferenceOps
 
 if TYPE_CHECKING:
@@ -133,7 +133,7 @@ def transformer_problem(cell: "Cell", precision: str) -> str | None:
     return None
 
 
-class Inference(Scenario):
+class Inference(SharedReference, Scenario):
     name = "inference"
     ops_interface = InferenceOps
     description = "a transformer's forward pass without gradients (the 2019 benchmark)"
@@ -170,38 +170,8 @@ class Inference(Scenario):
 
     # -- the shared weights and reference outputs (dlbench.reference) ----------------------
 
-    def inputs(self, cell: "Cell") -> dict[str, str]:
-        return {"weights": paths.weights(cell.model),
-                "reference": paths.reference_output(cell.model, cell.size("batch"),
-                                                    cell.size("seqlen"))}
-
-    def input_args(self, cells: list["Cell"], inputs: dict, group: bool) -> list[str]:
-        """The reference output of one cell, or the folder of a group's."""
-        if "weights" not in inputs.keys():
-            return []
-        weights = inputs["weights"][0]
-        if not group:
-            return [f"--weights={weights}", f"--reference={inputs['reference'][0]}"]
-        return [f"--weights={weights}", f"--reference-dir={Path(weights).parent}"]
-
-    def add_input_options(self, parser) -> None:
-        parser.add_argument("--weights", type=Path,
-                            help="inference, train_step: shared weights (model.safetensors "
-                            "from dlbench.reference); default: random from the seed")
-        references = parser.add_mutually_exclusive_group()
-        references.add_argument("--reference", type=Path,
-                                help="inference, train_step: reference output (.npz from "
-                                "dlbench.reference) of one cell")
-        references.add_argument("--reference-dir", type=Path,
-                                help="inference, train_step: the folder of the model's "
-                                "reference outputs (b<B>_s<S>.npz)")
-
-    def task_inputs(self, args, cell: "Cell") -> dict[str, str | None]:
-        output = args.reference
-        if args.reference_dir:
-            output = args.reference_dir / paths.reference_output_name(cell.size("batch"),
-                                                                      cell.size("seqlen"))
-        return {"weights": args.weights and str(args.weights), "reference": output and str(output)}
+    def reference_name(self, cell: "Cell") -> str:
+        return paths.reference_output_name(cell.size("batch"), cell.size("seqlen"))
 
     # -- measuring ---------------------------------------------------------------------------
 

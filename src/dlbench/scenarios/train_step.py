@@ -21,6 +21,7 @@ from dlbench.catalogue.optimizers import OPTIMIZERS
 from dlbench.scenarios import Axis, Scenario, register
 from dlbench.scenarios._compilation import COMPILATION_SCHEMA
 from dlbench.scenarios._optimizer import OPTIMIZER_AXIS, OptimizerSettings
+from dlbench.scenarios._reference import SharedReference
 from dlbench.scenarios.inference import (
     CORRECTNESS_SCHEMA,
     THROUGHPUT_SCHEMA,
@@ -59,7 +60,7 @@ def reference_loss(hidden: "np.ndarray", embeddings: "np.ndarray",
     return total / len(targets)
 
 
-class TrainStep(OptimizerSettings, Scenario):
+class TrainStep(SharedReference, OptimizerSettings, Scenario):
     name = "train_step"
     ops_interface = TrainStepOps
     description = ("a transformer's training step (forward, loss, backward, optimizer step), "
@@ -88,10 +89,7 @@ class TrainStep(OptimizerSettings, Scenario):
     # -- the shared weights and reference outputs: inference's, for the same model, batch
     # and length (dlbench.reference; `dlbench run --weights/--reference`) -------------------
 
-    inputs = Inference.inputs
-    input_args = Inference.input_args
-    add_input_options = Inference.add_input_options
-    task_inputs = Inference.task_inputs
+    reference_name = Inference.reference_name
 
     # -- measuring ---------------------------------------------------------------------------
 
